@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Out-of-tree build of tcp_copa.ko and tcp_copa_policer.ko.
+#
+#   make                  build against KDIR
+#   make install          modules_install + depmod (run as root)
+#   make demo             boot a VM, compare copa with cubic and bbr
+#   make check            build, unit tests and the VM test suite
+#   make bench            the fixed benchmark set (scripts/copa-eval)
+#   make lint             checkpatch --strict, sparse, W=1
+#   make matrix           build and smoke-test on every supported kernel
+#
+# KDIR defaults to the running kernel's build tree and falls back to the
+# headers of the kernel the VM boots (scripts/vm-kernel), so the modules
+# build on a host that cannot load them.
+
+KVER ?= $(shell uname -r)
+ifeq ($(wildcard /lib/modules/$(KVER)/build/Makefile),)
+KVER := $(shell scripts/vm-kernel 2>/dev/null)
+endif
+KDIR ?= /lib/modules/$(KVER)/build
+
+all: modules
+
+modules:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+
+install: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
+	depmod -a $(KVER)
+
+demo:
+	scripts/demo
+
+check:
+	scripts/check
+
+bench:
+	scripts/bench
+
+lint:
+	scripts/lint
+
+matrix:
+	scripts/matrix
+
+.PHONY: all modules clean install demo check bench lint matrix
