@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Copa: practical delay-based congestion control (Arun and Balakrishnan,
+ * NSDI 2018).
+ *
+ * Copa aims at a sending rate of 1/(delta * dq) packets per second, where
+ * dq is the queueing delay: dq = RTTstanding - RTTmin. RTTmin is the
+ * minimum RTT over 10 s (the propagation delay); RTTstanding is the minimum
+ * RTT over the last srtt/2, which filters ACK jitter and delayed ACKs. In
+ * window terms the target is RTTstanding / (delta * dq) packets. On every
+ * ACK the window moves towards the target by v / (delta * cwnd) per packet
+ * acknowledged. The velocity v is 1 until cwnd has moved the same way for
+ * three rounds; it then doubles every round, and falls back to 1 when the
+ * direction flips. Slow start doubles cwnd per round until the first
+ * "decrease" decision. Packets are paced at 2 * cwnd / RTTstanding.
+ *
+ * A single flow keeps about 1/delta packets queued, and its queue empties
+ * about once every five rounds. When the queue has not nearly emptied for
+ * five rounds, a buffer-filler shares the bottleneck: competitive mode then
+ * grows 1/delta by one per round and halves it on a lossy round, never
+ * letting delta exceed the configured value. The optional loss reaction
+ * cuts cwnd by 30% and halves 1/delta when more than loss_reaction percent
+ * of the packets of a two-round window were lost; 1/delta then regrows by
+ * one per round.
+ */
+
+#include <linux/ctype.h>
+#include <linux/inet_diag.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+#include <net/netns/generic.h>
+#include <net/tcp.h>
+
+#include "tcp_copa.h"
+
+#define CREATE_TRACE_POINTS
+#include "tcp_copa_trace.h"
+
+#define COPA_RTT_MIN_WIN_US	(10 * USEC_PER_SEC)	/* RTTmin window */
+#define COPA_EMPTY_ROUNDS	5	/* queue not empty this long: compete */
+#define COPA_EMPTY_SLACK_US	100	/* "nearly empty" floor, us */
+#define COPA_VELOCITY_ROUNDS	3	/* same-direction rounds before v grows */
+#define COPA_MAX_VELOCITY	(1U << 14)
+#define COPA_MIN_CWND		2	/* packets */
+#define COPA_INV_DELTA_MIN	COPA_UNIT		/* delta <= 1 */
+#define COPA_INV_DELTA_MAX	(1000U << COPA_SHIFT)	/* delta >= 0.001 */
+#define COPA_LOSS_CUT_NUM	7	/* loss reaction: cwnd *= 7/10 */
+#define COPA_LOSS_CUT_DEN	10
+
+enum copa_dir {
+	COPA_FLAT,
+	COPA_UP,
+	COPA_DOWN,
+};
+
+enum copa_tunable_id {
+	COPA_T_DELTA,
+	COPA_T_COMPETITIVE,
+	COPA_T_LOSS_REACTION,
+	COPA_T_NR,
+};
+
+static struct copa_tunable copa_tunables[COPA_T_NR] = {
+	[COPA_T_DELTA]		= { "delta", 1, 1000, true, 500 },
+	[COPA_T_COMPETITIVE]	= { "competitive", 0, 1, false, 1 },
+	[COPA_T_LOSS_REACTION]	= { "loss_reaction", 0, 100, false, 5 },
+};
+
+static struct copa_params copa_params = {
+	.path	= "net/ipv4/tcp_copa",
+	.tun	= copa_tunables,
+	.n	= COPA_T_NR,
+};
+
+/* ---------------------------------------------------------------------
+ * Windowed RTT filters.
+ */
+
+/* Start a new half-window with sample @v if the current one is over. */
+static bool copa_win_rotate(struct copa_win *w, u32 now, u32 half, u32 v)
+{
+	u32 age = now - w->start;
+
+	if (w->cur && age <= half)
+		return false;
+	w->prev = (w->cur && age <= 2 * half) ? w->cur : v;
+	w->cur = v;
+	w->start = now;
+	return true;
+}
+
+static void copa_win_min_update(struct copa_win *w, u32 now, u32 half, u32 v)
+{
+	if (!copa_win_rotate(w, now, half, v) && v < w->cur)
+		w->cur = v;
+}
+
+static void copa_win_max_update(struct copa_win *w, u32 now, u32 half, u32 v)
+{
+	if (!copa_win_rotate(w, now, half, v) && v > w->cur)
+		w->cur = v;
+}
+
+static u32 copa_win_max(const struct copa_win *w)
+{
+	return max(w->cur, w->prev);
+}
+
+static u32 copa_srtt_us(const struct tcp_sock *tp)
+{
+	return max(tp->srtt_us >> 3, 1U);
+}
+
+/*
+ * The queue is nearly empty when dq is within a tenth of the recent RTT
+ * spread, or within max(100 us, RTTmin / 16) to absorb timer jitter.
+ */
+static bool copa_queue_nearly_empty(const struct copa *ca)
+{
+	u32 rtt_min = copa_win_min(&ca->rtt_min);
+	u32 spread = copa_win_max(&ca->rtt_max) - rtt_min;
+	u32 slack = max3(spread / 10, rtt_min / 16, (u32)COPA_EMPTY_SLACK_US);
+
+	return copa_dq_us(ca) <= slack;
+}
+
+static void copa_update_rtt(struct sock *sk, struct copa *ca,
+			    const struct rate_sample *rs)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	u32 now = (u32)tp->tcp_mstamp;
+	u32 srtt = copa_srtt_us(tp);
+	u32 rtt;
+
+	if (rs->rtt_us < 0)
+		return;
+	rtt = clamp_t(long, rs->rtt_us, 1, U32_MAX);
+	copa_win_min_update(&ca->rtt_min, now, COPA_RTT_MIN_WIN_US / 2, rtt);
+	copa_win_min_update(&ca->rtt_standing, now, srtt / 4, rtt);
+	/* Delayed ACKs inflate samples: keep them out of the spread. */
+	if (!rs->is_ack_delayed)
+		copa_win_max_update(&ca->rtt_max, now, 2 * srtt, rtt);
+	if (copa_queue_nearly_empty(ca))
+		ca->last_empty_us = now;
+}
+
+/* ---------------------------------------------------------------------
+ * Once per round: competitive mode, delta, loss reaction, velocity.
+ */
+
+/* A round ends when a packet sent after the previous round ended is ACKed. */
+static void copa_update_round(struct sock *sk, struct copa *ca,
+			      const struct rate_sample *rs)
+{
+	ca->round_start = 0;
+	if (rs->delivered < 0 ||
+	    before(rs->prior_delivered, ca->next_round_delivered))
+		return;
+	ca->next_round_delivered = tcp_sk(sk)->delivered;
+	ca->round_start = 1;
+}
+
+static void copa_account_loss(struct copa *ca, const struct rate_sample *rs)
+{
+	if (rs->losses > 0) {
+		ca->round_loss = 1;
+		ca->loss_lost += rs->losses;
+	}
+	ca->loss_delivered += rs->acked_sacked;
+}
+
+/* Did more than loss_thresh % of a two-round window get lost? */
+static bool copa_loss_window_exceeded(struct copa *ca)
+{
+	u64 lost = ca->loss_lost;
+	u64 total = lost + ca->loss_delivered;
+
+	if (!ca->loss_second) {
+		ca->loss_second = 1;
+		return false;
+	}
+	ca->loss_second = 0;
+	ca->loss_lost = 0;
+	ca->loss_delivered = 0;
+	return ca->loss_thresh && lost * 100 > ca->loss_thresh * total;
+}
+
+static void copa_update_mode(const struct sock *sk, struct copa *ca)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	u32 quiet = (u32)tp->tcp_mstamp - ca->last_empty_us;
+
+	ca->competitive = ca->competitive_on &&
+			  quiet > COPA_EMPTY_ROUNDS * copa_srtt_us(tp);
+}
+
+/* AIMD on 1/delta: the loss reaction and competitive mode. */
+static void copa_update_delta(struct copa *ca, bool loss_cut)
+{
+	if (loss_cut)
+		ca->inv_delta = max(ca->inv_delta / 2, COPA_INV_DELTA_MIN);
+	else if (ca->competitive && ca->round_loss)
+		ca->inv_delta = max(ca->inv_delta / 2, ca->inv_delta0);
+	else if (ca->competitive || ca->inv_delta < ca->inv_delta0)
+		ca->inv_delta = min(ca->inv_delta + COPA_UNIT,
+				    max(COPA_INV_DELTA_MAX, ca->inv_delta0));
+	if (!ca->competitive && !loss_cut)
+		ca->inv_delta = min(ca->inv_delta, ca->inv_delta0);
+}
+
+static void copa_exit_slow_start(struct tcp_sock *tp, struct copa *ca)
+{
+	ca->slow_start = 0;
+	tp->snd_ssthresh = tcp_snd_cwnd(tp);
+}
+
+static void copa_cut_cwnd(struct sock *sk, struct copa *ca)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 cwnd = tcp_snd_cwnd(tp) * COPA_LOSS_CUT_NUM / COPA_LOSS_CUT_DEN;
+
+	tcp_snd_cwnd_set(tp, max_t(u32, cwnd, COPA_MIN_CWND));
+	ca->cwnd_frac = 0;
+	ca->velocity = 1;
+	copa_exit_slow_start(tp, ca);
+}
+
+/* Largest v that moves cwnd by at most half a window per round. */
+static u32 copa_velocity_cap(const struct copa *ca, u32 cwnd)
+{
+	u64 cap = div_u64((u64)cwnd << COPA_SHIFT, 2 * ca->inv_delta);
+
+	return clamp_t(u64, cap, 1, COPA_MAX_VELOCITY);
+}
+
+static void copa_update_velocity(struct copa *ca, u32 cwnd)
+{
+	enum copa_dir dir = COPA_FLAT;
+
+	if (cwnd > ca->round_cwnd)
+		dir = COPA_UP;
+	else if (cwnd < ca->round_cwnd)
+		dir = COPA_DOWN;
+
+	if (dir == COPA_FLAT || dir != ca->dir) {
+		ca->dir = dir;
+		ca->same_dir_rounds = 1;
+		ca->velocity = 1;
+	} else {
+		if (ca->same_dir_rounds < U8_MAX)
+			ca->same_dir_rounds++;
+		if (ca->same_dir_rounds >= COPA_VELOCITY_ROUNDS)
+			ca->velocity = min(2U * ca->velocity,
+					   copa_velocity_cap(ca, cwnd));
+	}
+	ca->round_cwnd = cwnd;
+}
+
+static void copa_on_round(struct sock *sk, struct copa *ca)
+{
+	bool loss_cut = copa_loss_window_exceeded(ca);
+
+	copa_update_mode(sk, ca);
+	copa_update_delta(ca, loss_cut);
+	if (loss_cut)
+		copa_cut_cwnd(sk, ca);
+	copa_update_velocity(ca, tcp_snd_cwnd(tcp_sk(sk)));
+	ca->round_loss = 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Per ACK: move cwnd towards the target, pace.
+ */
+
+/* Target window RTTstanding / (delta * dq), COPA_UNIT scale. */
+static u32 copa_target_cwnd(const struct copa *ca, u32 dq)
+{
+	u64 standing = copa_win_min(&ca->rtt_standing);
+
+	if (!dq)
+		return U32_MAX;
+	return min_t(u64, div_u64(standing * ca->inv_delta, dq), U32_MAX);
+}
+
+static void copa_set_cwnd_fp(struct sock *sk, struct copa *ca, u64 cwnd_fp)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u64 cwnd = max_t(u64, cwnd_fp >> COPA_SHIFT, COPA_MIN_CWND);
+
+	tcp_snd_cwnd_set(tp, min_t(u64, cwnd, tp->snd_cwnd_clamp));
+	ca->cwnd_frac = cwnd_fp & (COPA_UNIT - 1);
+}
+
+/* Move cwnd for @acked packets; returns the target (COPA_UNIT scale). */
+static u32 copa_update_cwnd(struct sock *sk, struct copa *ca, u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 cwnd = tcp_snd_cwnd(tp);
+	u64 cwnd_fp = ((u64)cwnd << COPA_SHIFT) | ca->cwnd_frac;
+	u32 target = copa_target_cwnd(ca, copa_dq_us(ca));
+	bool increase = cwnd_fp < target;
+	u64 step;
+
+	if (!acked || !copa_win_min(&ca->rtt_standing))
+		return target;
+	if ((increase && ca->dir == COPA_DOWN) ||
+	    (!increase && ca->dir == COPA_UP))
+		ca->velocity = 1;
+	if (ca->slow_start && !increase)
+		copa_exit_slow_start(tp, ca);
+
+	if (ca->slow_start)
+		step = (u64)acked << COPA_SHIFT;
+	else
+		step = div_u64((u64)acked * ca->velocity * ca->inv_delta,
+			       max(cwnd, 1U));
+
+	if (!increase)
+		cwnd_fp -= min(step, cwnd_fp);
+	else if (tcp_is_cwnd_limited(sk))
+		cwnd_fp += step;
+	copa_set_cwnd_fp(sk, ca, cwnd_fp);
+	return target;
+}
+
+static void copa_set_pacing_rate(struct sock *sk, u64 rate)
+{
+	rate = min_t(u64, rate, READ_ONCE(sk->sk_max_pacing_rate));
+	WRITE_ONCE(sk->sk_pacing_rate, rate);
+}
+
+/* Pace at 2 * cwnd / RTTstanding (srtt, or 1 ms, before any sample). */
+static void copa_pace_window(struct sock *sk, const struct copa *ca)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	u32 rtt = copa_win_min(&ca->rtt_standing);
+	u64 bytes = 2ULL * tcp_snd_cwnd(tp) * tp->mss_cache * USEC_PER_SEC;
+
+	if (!rtt)
+		rtt = tp->srtt_us ? copa_srtt_us(tp) : USEC_PER_MSEC;
+	copa_set_pacing_rate(sk, div_u64(bytes, rtt));
+}
+
+/* Policed: pace at hold_rate with a window of twice its BDP. */
+static void copa_apply_hold(struct sock *sk, struct copa *ca)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u64 bdp = (u64)ca->hold_rate * copa_win_min(&ca->rtt_min);
+
+	bdp = div_u64(bdp, USEC_PER_SEC * max_t(u32, tp->mss_cache, 1));
+	copa_set_cwnd_fp(sk, ca, (2 * bdp) << COPA_SHIFT);
+	copa_set_pacing_rate(sk, ca->hold_rate);
+}
+
+static enum copa_mode copa_mode(const struct copa *ca)
+{
+	if (ca->hold_rate)
+		return COPA_MODE_POLICED;
+	if (ca->slow_start)
+		return COPA_MODE_SLOW_START;
+	return ca->competitive ? COPA_MODE_COMPETITIVE : COPA_MODE_DEFAULT;
+}
+
+void copa_update(struct sock *sk, const struct rate_sample *rs)
+{
+	struct copa *ca = inet_csk_ca(sk);
+	u32 target = 0;
+
+	copa_update_rtt(sk, ca, rs);
+	copa_account_loss(ca, rs);
+	copa_update_round(sk, ca, rs);
+	if (ca->round_start)
+		copa_on_round(sk, ca);
+
+	if (ca->hold_rate) {
+		copa_apply_hold(sk, ca);
+	} else {
+		target = copa_update_cwnd(sk, ca, rs->acked_sacked);
+		copa_pace_window(sk, ca);
+	}
+	trace_copa_update(sk, ca, target >> COPA_SHIFT, copa_dq_us(ca),
+			  copa_mode(ca));
+}
+EXPORT_SYMBOL_GPL(copa_update);
+
+static void copa_cong_control(COPA_CONG_CONTROL_ARGS)
+{
+	copa_update(sk, rs);
+}
+
+/* ---------------------------------------------------------------------
+ * Connection events.
+ */
+
+/* (Re)start from slow start with the configured delta; RTTmin is kept. */
+static void copa_restart(struct sock *sk, struct copa *ca)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	ca->slow_start = 1;
+	ca->competitive = 0;
+	ca->round_loss = 0;
+	ca->loss_second = 0;
+	ca->dir = COPA_FLAT;
+	ca->same_dir_rounds = 0;
+	ca->velocity = 1;
+	ca->cwnd_frac = 0;
+	ca->hold_rate = 0;
+	ca->loss_lost = 0;
+	ca->loss_delivered = 0;
+	ca->inv_delta = ca->inv_delta0;
+	ca->round_cwnd = tcp_snd_cwnd(tp);
+	ca->next_round_delivered = tp->delivered;
+	ca->last_empty_us = (u32)tp->tcp_mstamp;
+	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
+}
+
+void copa_init(struct sock *sk)
+{
+	const unsigned int *val = copa_params_of(&copa_params, sock_net(sk));
+	struct copa *ca = inet_csk_ca(sk);
+
+	memset(ca, 0, sizeof(*ca));
+	ca->inv_delta0 = (1000U << COPA_SHIFT) / val[COPA_T_DELTA];
+	ca->competitive_on = !!val[COPA_T_COMPETITIVE];
+	ca->loss_thresh = val[COPA_T_LOSS_REACTION];
+	copa_restart(sk, ca);
+
+	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
+	copa_pace_window(sk, ca);
+}
+EXPORT_SYMBOL_GPL(copa_init);
+
+/* Copa sets cwnd itself; the stack's ssthresh only mirrors slow start. */
+u32 copa_ssthresh(struct sock *sk)
+{
+	return tcp_sk(sk)->snd_ssthresh;
+}
+EXPORT_SYMBOL_GPL(copa_ssthresh);
+
+u32 copa_undo_cwnd(struct sock *sk)
+{
+	return tcp_snd_cwnd(tcp_sk(sk));
+}
+EXPORT_SYMBOL_GPL(copa_undo_cwnd);
+
+/* After a timeout the stack has set cwnd to 1 + in flight: restart. */
+void copa_set_state(struct sock *sk, u8 new_state)
+{
+	if (new_state == TCP_CA_Loss)
+		copa_restart(sk, inet_csk_ca(sk));
+}
+EXPORT_SYMBOL_GPL(copa_set_state);
+
+/*
+ * inet_diag reuses struct tcpvegas_info: tcpv_enabled = mode (enum
+ * copa_mode, never 0), tcpv_rttcnt = velocity, tcpv_rtt = RTTstanding,
+ * tcpv_minrtt = RTTmin (both us). ss -ti uses tcpv_rtt for "send".
+ */
+size_t copa_get_info(struct sock *sk, u32 ext, int *attr,
+		     union tcp_cc_info *info)
+{
+	const struct copa *ca = inet_csk_ca(sk);
+
+	if (!(ext & (1 << (INET_DIAG_VEGASINFO - 1))))
+		return 0;
+	memset(&info->vegas, 0, sizeof(info->vegas));
+	info->vegas.tcpv_enabled = copa_mode(ca);
+	info->vegas.tcpv_rttcnt = ca->velocity;
+	info->vegas.tcpv_rtt = copa_win_min(&ca->rtt_standing);
+	info->vegas.tcpv_minrtt = copa_win_min(&ca->rtt_min);
+	*attr = INET_DIAG_VEGASINFO;
+	return sizeof(info->vegas);
+}
+EXPORT_SYMBOL_GPL(copa_get_info);
+
+/* ---------------------------------------------------------------------
+ * Tunables: module parameters and per-namespace sysctls.
+ */
+
+/* Parse a decimal with up to three places ("0.04") as thousandths. */
+static int copa_parse_milli(const char *s, unsigned int *out)
+{
+	unsigned int whole = 0, frac = 0, scale = 1000;
+	bool digits = false;
+
+	for (; isdigit(*s); s++, digits = true) {
+		if (whole > 1000)
+			return -EINVAL;
+		whole = whole * 10 + (*s - '0');
+	}
+	if (*s == '.') {
+		for (s++; isdigit(*s); s++, digits = true) {
+			if (scale == 1)
+				return -EINVAL;
+			scale /= 10;
+			frac += (*s - '0') * scale;
+		}
+	}
+	if (*s == '\n')
+		s++;
+	if (*s || !digits)
+		return -EINVAL;
+	*out = whole * 1000 + frac;
+	return 0;
+}
+
+static int copa_tunable_parse(const struct copa_tunable *t, const char *s,
+			      unsigned int *out)
+{
+	unsigned int v;
+	int ret;
+
+	ret = t->milli ? copa_parse_milli(s, &v) : kstrtouint(s, 10, &v);
+	if (ret)
+		return -EINVAL;
+	if (v < t->min || v > t->max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int copa_tunable_format(const struct copa_tunable *t, unsigned int v,
+			       char *buf, size_t len)
+{
+	unsigned int frac = v % 1000, width = 3;
+
+	if (!t->milli || !frac)
+		return scnprintf(buf, len, "%u", t->milli ? v / 1000 : v);
+	while (!(frac % 10)) {
+		frac /= 10;
+		width--;
+	}
+	return scnprintf(buf, len, "%u.%0*u", v / 1000, width, frac);
+}
+
+static int copa_tunable_set(const char *val, const struct kernel_param *kp)
+{
+	struct copa_tunable *t = kp->arg;
+	unsigned int v;
+	int ret;
+
+	ret = copa_tunable_parse(t, val, &v);
+	if (!ret)
+		WRITE_ONCE(t->def, v);
+	return ret;
+}
+
+static int copa_tunable_get(char *buffer, const struct kernel_param *kp)
+{
+	const struct copa_tunable *t = kp->arg;
+	int len = copa_tunable_format(t, READ_ONCE(t->def), buffer, PAGE_SIZE);
+
+	return len + scnprintf(buffer + len, PAGE_SIZE - len, "\n");
+}
+
+const struct kernel_param_ops copa_tunable_ops = {
+	.set = copa_tunable_set,
+	.get = copa_tunable_get,
+};
+EXPORT_SYMBOL_GPL(copa_tunable_ops);
+
+/* sysctl handler: the value goes through its decimal text form. */
+static int copa_proc_tunable(COPA_CTL_TABLE *table, int write, void *buffer,
+			     size_t *lenp, loff_t *ppos)
+{
+	const struct copa_tunable *t = table->extra1;
+	unsigned int *val = table->data;
+	char text[24];
+	struct ctl_table tmp = {
+		.data = text,
+		.maxlen = sizeof(text),
+	};
+	unsigned int v;
+	int ret;
+
+	copa_tunable_format(t, READ_ONCE(*val), text, sizeof(text));
+	ret = proc_dostring(&tmp, write, buffer, lenp, ppos);
+	if (!write || ret)
+		return ret;
+	/* A full buffer may have been truncated: refuse it. */
+	if (strnlen(text, sizeof(text)) >= sizeof(text) - 1)
+		return -EINVAL;
+	ret = copa_tunable_parse(t, text, &v);
+	if (!ret)
+		WRITE_ONCE(*val, v);
+	return ret;
+}
+
+const unsigned int *copa_params_of(const struct copa_params *p,
+				   const struct net *net)
+{
+	const struct copa_net *cn = net_generic(net, p->net_id);
+
+	return cn->val;
+}
+EXPORT_SYMBOL_GPL(copa_params_of);
+
+/* A new namespace starts from the module parameters. */
+int copa_params_net_init(const struct copa_params *p, struct net *net)
+{
+	struct copa_net *cn = net_generic(net, p->net_id);
+	struct ctl_table *table;
+	unsigned int i;
+
+	/* One more zeroed entry terminates the table on older kernels. */
+	table = kcalloc(p->n + 1, sizeof(*table), GFP_KERNEL);
+	if (!table)
+		return -ENOMEM;
+	for (i = 0; i < p->n; i++) {
+		cn->val[i] = READ_ONCE(p->tun[i].def);
+		table[i].procname = p->tun[i].name;
+		table[i].data = &cn->val[i];
+		table[i].maxlen = sizeof(cn->val[i]);
+		table[i].mode = 0644;
+		table[i].proc_handler = copa_proc_tunable;
+		table[i].extra1 = &p->tun[i];
+	}
+	cn->hdr = copa_register_net_sysctl(net, p->path, table, p->n);
+	if (!cn->hdr) {
+		kfree(table);
+		return -ENOMEM;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(copa_params_net_init);
+
+void copa_params_net_exit(const struct copa_params *p, struct net *net)
+{
+	struct copa_net *cn = net_generic(net, p->net_id);
+	const struct ctl_table *table = cn->hdr->ctl_table_arg;
+
+	unregister_net_sysctl_table(cn->hdr);
+	kfree(table);
+}
+EXPORT_SYMBOL_GPL(copa_params_net_exit);
+
+module_param_cb(delta, &copa_tunable_ops, &copa_tunables[COPA_T_DELTA], 0644);
+MODULE_PARM_DESC(delta, "default delta for new namespaces, (0, 1], e.g. 0.5");
+module_param_cb(competitive, &copa_tunable_ops,
+		&copa_tunables[COPA_T_COMPETITIVE], 0644);
+MODULE_PARM_DESC(competitive, "default competitive mode (0 off, 1 on)");
+module_param_cb(loss_reaction, &copa_tunable_ops,
+		&copa_tunables[COPA_T_LOSS_REACTION], 0644);
+MODULE_PARM_DESC(loss_reaction,
+		 "default loss-rate threshold in percent for cutting cwnd (0 ignores loss)");
+
+static int __net_init copa_net_init(struct net *net)
+{
+	return copa_params_net_init(&copa_params, net);
+}
+
+static void __net_exit copa_net_exit(struct net *net)
+{
+	copa_params_net_exit(&copa_params, net);
+}
+
+static struct pernet_operations copa_net_ops = {
+	.init	= copa_net_init,
+	.exit	= copa_net_exit,
+	.id	= &copa_params.net_id,
+	.size	= COPA_NET_SIZE(COPA_T_NR),
+};
+
+static struct tcp_congestion_ops tcp_copa_cong_ops __read_mostly = {
+	.name		= "copa",
+	.owner		= THIS_MODULE,
+	.init		= copa_init,
+	.cong_control	= copa_cong_control,
+	.ssthresh	= copa_ssthresh,
+	.undo_cwnd	= copa_undo_cwnd,
+	.set_state	= copa_set_state,
+	.get_info	= copa_get_info,
+};
+
+static int __init copa_register(void)
+{
+	int ret;
+
+	BUILD_BUG_ON(sizeof(struct copa) > ICSK_CA_PRIV_SIZE);
+
+	ret = register_pernet_subsys(&copa_net_ops);
+	if (ret)
+		return ret;
+	ret = tcp_register_congestion_control(&tcp_copa_cong_ops);
+	if (ret)
+		unregister_pernet_subsys(&copa_net_ops);
+	return ret;
+}
+
+static void __exit copa_unregister(void)
+{
+	tcp_unregister_congestion_control(&tcp_copa_cong_ops);
+	unregister_pernet_subsys(&copa_net_ops);
+}
+
+module_init(copa_register);
+module_exit(copa_unregister);
+
+MODULE_AUTHOR("Copa for Linux developers");
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("TCP Copa (delay-based congestion control, NSDI 2018)");

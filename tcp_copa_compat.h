@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Every kernel-version difference the Copa modules meet, in one place.
+ * The algorithm code never tests LINUX_VERSION_CODE itself.
+ *
+ * Differences that need no code here:
+ *  - cwnd_event_tx_start (7.1): Copa does not use CA_EVENT_TX_START.
+ *  - minmax_running_min export (6.12): Copa has its own windowed filter.
+ */
+#ifndef _TCP_COPA_COMPAT_H
+#define _TCP_COPA_COMPAT_H
+
+#include <linux/version.h>
+#include <linux/sysctl.h>
+#include <net/net_namespace.h>
+#include <net/tcp.h>
+
+/* cong_control gained the ack and flag arguments in 6.10. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+#define COPA_CONG_CONTROL_ARGS \
+	struct sock *sk, u32 ack, int flag, const struct rate_sample *rs
+#else
+#define COPA_CONG_CONTROL_ARGS struct sock *sk, const struct rate_sample *rs
+#endif
+
+/* proc_handler takes a const table from 6.11. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#define COPA_CTL_TABLE const struct ctl_table
+#else
+#define COPA_CTL_TABLE struct ctl_table
+#endif
+
+/*
+ * Register a table of @n entries followed by a zeroed terminator. From
+ * 6.6 the size is passed and must not count the terminator.
+ */
+static inline struct ctl_table_header *
+copa_register_net_sysctl(struct net *net, const char *path,
+			 struct ctl_table *table, size_t n)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
+	return register_net_sysctl_sz(net, path, table, n);
+#else
+	return register_net_sysctl(net, path, table);
+#endif
+}
+
+#endif /* _TCP_COPA_COMPAT_H */
