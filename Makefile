@@ -14,11 +14,15 @@
 # headers of the kernel the VM boots (scripts/vm-kernel), so the modules
 # build on a host that cannot load them.
 
+ifneq ($(KDIR),)
+KVER ?= $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+else
 KVER ?= $(shell uname -r)
 ifeq ($(wildcard /lib/modules/$(KVER)/build/Makefile),)
 KVER := $(shell scripts/vm-kernel 2>/dev/null)
 endif
-KDIR ?= /lib/modules/$(KVER)/build
+KDIR := /lib/modules/$(KVER)/build
+endif
 
 all: modules
 
