@@ -15,7 +15,7 @@
 
 /* Fixed point: cwnd, targets and 1/delta are in units of 1/256 packet. */
 #define COPA_SHIFT	8
-#define COPA_UNIT	(1U << COPA_SHIFT)
+#define COPA_UNIT	((u32)BIT(COPA_SHIFT))
 
 /* Operating modes, as reported by the tracepoint and inet_diag. */
 enum copa_mode {
