@@ -19,9 +19,10 @@
  * five rounds, a buffer-filler shares the bottleneck: competitive mode then
  * grows 1/delta by one per round and halves it on a lossy round, never
  * letting delta exceed the configured value. The optional loss reaction
- * cuts cwnd by 30% and halves 1/delta when more than loss_reaction percent
- * of the packets of a two-round window were lost; 1/delta then regrows by
- * one per round.
+ * halves 1/delta on every lossy round, so that Copa's standing queue fits
+ * a buffer shorter than 1/delta packets, and regrows it by 1/8 per clean
+ * round; when more than loss_reaction percent of a two-round window was
+ * lost, it also cuts cwnd by 30%.
  */
 
 #include <linux/ctype.h>
@@ -45,6 +46,7 @@
 #define COPA_MIN_CWND		2	/* packets */
 #define COPA_INV_DELTA_MIN	COPA_UNIT		/* delta <= 1 */
 #define COPA_INV_DELTA_MAX	(1000U << COPA_SHIFT)	/* delta >= 0.001 */
+#define COPA_INV_DELTA_REGROW	(COPA_UNIT / 8)		/* per loss-free round */
 #define COPA_LOSS_CUT_NUM	7	/* loss reaction: cwnd *= 7/10 */
 #define COPA_LOSS_CUT_DEN	10
 
@@ -195,18 +197,26 @@ static void copa_update_mode(const struct sock *sk, struct copa *ca)
 			  quiet > COPA_EMPTY_ROUNDS * copa_srtt_us(tp);
 }
 
-/* AIMD on 1/delta: the loss reaction and competitive mode. */
-static void copa_update_delta(struct copa *ca, bool loss_cut)
+/*
+ * AIMD on 1/delta, once per round. A lossy round halves 1/delta: down to 1
+ * (delta = 1) with the loss reaction on, down to the configured value in
+ * competitive mode, not at all otherwise. A loss-free round adds 1 in
+ * competitive mode; outside it, 1/delta regrows towards the configured
+ * value by 1/8 (after a loss reaction) and never exceeds it.
+ */
+static u32 copa_next_inv_delta(const struct copa *ca)
 {
-	if (loss_cut)
-		ca->inv_delta = max(ca->inv_delta / 2, COPA_INV_DELTA_MIN);
-	else if (ca->competitive && ca->round_loss)
-		ca->inv_delta = max(ca->inv_delta / 2, ca->inv_delta0);
-	else if (ca->competitive || ca->inv_delta < ca->inv_delta0)
-		ca->inv_delta = min(ca->inv_delta + COPA_UNIT,
-				    max(COPA_INV_DELTA_MAX, ca->inv_delta0));
-	if (!ca->competitive && !loss_cut)
-		ca->inv_delta = min(ca->inv_delta, ca->inv_delta0);
+	u32 inv = ca->inv_delta;
+
+	if (ca->round_loss && ca->loss_thresh)
+		return max(inv / 2, COPA_INV_DELTA_MIN);
+	if (ca->round_loss && ca->competitive)
+		return max(inv / 2, ca->inv_delta0);
+	if (ca->round_loss)
+		return min(inv, ca->inv_delta0);
+	if (ca->competitive)
+		return min(inv + COPA_UNIT, COPA_INV_DELTA_MAX);
+	return min(inv + COPA_INV_DELTA_REGROW, ca->inv_delta0);
 }
 
 static void copa_exit_slow_start(struct tcp_sock *tp, struct copa *ca)
@@ -259,13 +269,15 @@ static void copa_update_velocity(struct copa *ca, u32 cwnd)
 
 static void copa_on_round(struct sock *sk, struct copa *ca)
 {
-	bool loss_cut = copa_loss_window_exceeded(ca);
+	struct tcp_sock *tp = tcp_sk(sk);
 
 	copa_update_mode(sk, ca);
-	copa_update_delta(ca, loss_cut);
-	if (loss_cut)
+	ca->inv_delta = copa_next_inv_delta(ca);
+	if (ca->slow_start && ca->round_loss && ca->loss_thresh)
+		copa_exit_slow_start(tp, ca);
+	if (copa_loss_window_exceeded(ca))
 		copa_cut_cwnd(sk, ca);
-	copa_update_velocity(ca, tcp_snd_cwnd(tcp_sk(sk)));
+	copa_update_velocity(ca, tcp_snd_cwnd(tp));
 	ca->round_loss = 0;
 }
 
