@@ -15,6 +15,15 @@
 #include <net/net_namespace.h>
 #include <net/tcp.h>
 
+/*
+ * tcp_snd_cwnd() and tcp_snd_cwnd_set() arrived in 5.19. Macros, not
+ * functions, so that a stable kernel which backported them still builds.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 19, 0)
+#define tcp_snd_cwnd(tp)		((tp)->snd_cwnd)
+#define tcp_snd_cwnd_set(tp, val)	((tp)->snd_cwnd = (val))
+#endif
+
 /* cong_control gained the ack and flag arguments in 6.10. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
 #define COPA_CONG_CONTROL_ARGS \
