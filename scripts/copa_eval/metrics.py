@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Metric computations shared by the lab and the harness.
+
+Pure functions on plain numbers and lists, so that they are unit-tested on
+recorded fixture data without root or a VM. Conventions:
+
+- rates in Mbit/s (10^6 bit/s), sizes in bytes, delays in ms, times in s;
+- ``samples`` are lists of dicts with at least ``t`` (s since the run
+  started) and the counters named by each function;
+- percentiles interpolate linearly between closest ranks (as numpy's
+  default), so p50 of [1, 2, 3, 4] is 2.5;
+- a function returns None when its figure is undefined (no samples,
+  nothing acknowledged), never 0, so tables show a gap instead of a lie.
+"""
+
+import math
+
+
+def mean(values):
+    """Arithmetic mean, or None for an empty sequence."""
+    values = list(values)
+    return sum(values) / len(values) if values else None
+
+
+def percentile(values, pct):
+    """The ``pct``-th percentile (0..100) with linear interpolation."""
+    if not 0 <= pct <= 100:
+        raise ValueError(f"percentile must be within 0..100, got {pct}")
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    rank = (len(ordered) - 1) * pct / 100.0
+    low = math.floor(rank)
+    high = math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def distribution(values):
+    """{"mean", "p50", "p95"} of ``values`` (each None when empty)."""
+    values = list(values)
+    return {"mean": mean(values), "p50": percentile(values, 50),
+            "p95": percentile(values, 95)}
+
+
+def jain_index(values):
+    """Jain's fairness index (sum x)^2 / (n sum x^2), in [1/n, 1].
+
+    None when there is no value or every value is zero.
+    """
+    values = list(values)
+    squares = sum(v * v for v in values)
+    if not values or squares == 0:
+        return None
+    return sum(values) ** 2 / (len(values) * squares)
+
+
+def mbit_per_s(nbytes, seconds):
+    """Average rate in Mbit/s of ``nbytes`` over ``seconds``."""
+    if seconds <= 0:
+        return None
+    return nbytes * 8 / seconds / 1e6
+
+
+def utilisation(throughput_mbit, capacity_mbit):
+    """Fraction of the configured capacity used (0..1, None if unknown)."""
+    if throughput_mbit is None or not capacity_mbit:
+        return None
+    return throughput_mbit / capacity_mbit
+
+
+def retrans_overhead(bytes_retrans, bytes_acked):
+    """Bytes retransmitted per byte acknowledged (tcp_info counters)."""
+    if not bytes_acked:
+        return None
+    return bytes_retrans / bytes_acked
+
+
+def in_window(samples, start, end):
+    """Samples whose ``t`` lies within [start, end]."""
+    return [s for s in samples if start <= s["t"] <= end]
+
+
+def counter_rate_mbit(samples, key):
+    """Average rate of byte counter ``key`` between first and last sample."""
+    if len(samples) < 2:
+        return None
+    first, last = samples[0], samples[-1]
+    return mbit_per_s(last[key] - first[key], last["t"] - first["t"])
+
+
+def rate_series(samples, key):
+    """[(t, Mbit/s)] of byte counter ``key`` between consecutive samples.
+
+    Each point is stamped with the later sample's time.
+    """
+    out = []
+    for prev, cur in zip(samples, samples[1:]):
+        rate = mbit_per_s(cur[key] - prev[key], cur["t"] - prev["t"])
+        if rate is not None:
+            out.append((cur["t"], rate))
+    return out
+
+
+def queueing_delays_ms(rtt_us_values, base_rtt_ms):
+    """Queueing delay of each RTT sample: RTT minus the configured base RTT.
+
+    Samples a little below the base (timer granularity of the emulation)
+    count as zero queueing delay.
+    """
+    return [max(0.0, rtt / 1000.0 - base_rtt_ms) for rtt in rtt_us_values]
+
+
+def backlog_delay_ms(backlog_bytes, rate_mbit):
+    """Time to drain ``backlog_bytes`` at ``rate_mbit``, in ms."""
+    return backlog_bytes * 8 / (rate_mbit * 1e3)
+
+
+def jain_series(rate_series_by_flow, bin_s):
+    """Jain's index over time among the flows active in each time bin.
+
+    ``rate_series_by_flow`` is a list of [(t, Mbit/s)] lists (one per
+    flow); a flow counts as active in a bin when it has a point there.
+    Returns [(bin end time, index)] for bins with at least one flow.
+    """
+    bins = {}
+    for series in rate_series_by_flow:
+        per_bin = {}
+        for t, rate in series:
+            per_bin.setdefault(math.floor(t / bin_s), []).append(rate)
+        for b, rates in per_bin.items():
+            bins.setdefault(b, []).append(sum(rates) / len(rates))
+    points = []
+    for b, rates in sorted(bins.items()):
+        index = jain_index(rates)
+        if index is not None:
+            points.append(((b + 1) * bin_s, index))
+    return points
+
+
+def convergence_time(jain_points, event_t, threshold=0.9, hold_s=2.0):
+    """Seconds after ``event_t`` until Jain's index reaches ``threshold``
+    and stays there for ``hold_s`` (or to the end of ``jain_points``,
+    which the caller cuts at the next event); None if it never does.
+    """
+    after = [(t, j) for t, j in jain_points if t > event_t]
+    for i, (t, _) in enumerate(after):
+        window = [j for tt, j in after[i:] if tt <= t + hold_s]
+        if all(j >= threshold for j in window):
+            return t - event_t
+    return None
