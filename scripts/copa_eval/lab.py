@@ -197,6 +197,12 @@ class Link:
             "up_rate_mbit", f"must be > 0, got {self.up_rate_mbit!r}")
 
     @property
+    def capacity_mbit(self):
+        """The configured capacity: the bottleneck rate or, if lower, the
+        policer's rate. Utilisation figures are relative to it."""
+        return min(self.rate_mbit, self.policer_mbit or self.rate_mbit)
+
+    @property
     def bdp_bytes(self):
         """Bandwidth-delay product of the data direction, in bytes."""
         return bdp_bytes(self.rate_mbit, self.rtt_ms)
@@ -210,7 +216,8 @@ class Link:
 
     def to_dict(self):
         d = asdict(self)
-        d.update(bdp_bytes=self.bdp_bytes, buffer_bytes=self.buffer_bytes)
+        d.update(capacity_mbit=self.capacity_mbit, bdp_bytes=self.bdp_bytes,
+                 buffer_bytes=self.buffer_bytes)
         return d
 
 
@@ -861,7 +868,7 @@ def _flow_result(i, flow, seconds, link, samples, iperf):
         index=i, cc=flow.cc, select=flow.select, sysctls=flow.sysctls,
         start_s=flow.start_s, duration_s=seconds, base_rtt_ms=base,
         throughput_mbit=throughput,
-        utilisation=metrics.utilisation(throughput, link.rate_mbit),
+        utilisation=metrics.utilisation(throughput, link.capacity_mbit),
         bytes_acked=last["bytes_acked"], bytes_retrans=last["bytes_retrans"],
         retrans_overhead=metrics.retrans_overhead(last["bytes_retrans"],
                                                   last["bytes_acked"]),
@@ -880,8 +887,9 @@ def _link_stats(link, duration_s, flow_results, samples):
     wire = metrics.counter_rate_mbit(samples, "bytes")
     return LinkStats(
         utilisation=metrics.utilisation(
-            metrics.mbit_per_s(goodput_bytes, duration_s), link.rate_mbit),
-        wire_utilisation=metrics.utilisation(wire, link.rate_mbit),
+            metrics.mbit_per_s(goodput_bytes, duration_s),
+            link.capacity_mbit),
+        wire_utilisation=metrics.utilisation(wire, link.capacity_mbit),
         drops=samples[-1]["drops"] if samples else None,
         qdelay_mean_ms=dist["mean"], qdelay_p50_ms=dist["p50"],
         qdelay_p95_ms=dist["p95"],

@@ -148,3 +148,23 @@ def convergence_time(jain_points, event_t, threshold=0.9, hold_s=2.0):
         if all(j >= threshold for j in window):
             return t - event_t
     return None
+
+
+def fair_share_mbit(capacity_mbit, windows, index):
+    """Time-averaged equal share of ``capacity_mbit`` for flow ``index``.
+
+    ``windows`` are the (start, end) times of every flow; over each stretch
+    of flow ``index``'s window the capacity is split equally among the
+    flows active then. None for an empty window.
+    """
+    start, end = windows[index]
+    if end <= start:
+        return None
+    cuts = sorted({start, end} | {t for w in windows for t in w
+                                  if start < t < end})
+    total = 0.0
+    for low, high in zip(cuts, cuts[1:]):
+        mid = (low + high) / 2
+        active = sum(1 for s, e in windows if s <= mid < e)
+        total += capacity_mbit / active * (high - low)
+    return total / (end - start)
