@@ -25,13 +25,14 @@
  * lost, it also cuts cwnd by 30%.
  */
 
+/* <net/tcp.h> first: 5.10's generic.h and inet_diag.h need struct net. */
+#include <net/tcp.h>
 #include <linux/ctype.h>
 #include <linux/inet_diag.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <net/netns/generic.h>
-#include <net/tcp.h>
 
 #include "tcp_copa.h"
 

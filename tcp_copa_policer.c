@@ -18,10 +18,11 @@
  * loss restart the sampling.
  */
 
+/* <net/tcp.h> first: 5.10's generic.h needs struct net. */
+#include <net/tcp.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <net/netns/generic.h>
-#include <net/tcp.h>
 
 #include "tcp_copa.h"
 
