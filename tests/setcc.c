@@ -23,7 +23,9 @@
  *	A failed connection prints {"ok":false,"stage":..,"errno":..,...}.
  *	--count N makes N connections one after another, --parallel P runs
  *	P such processes at once (P x N lines). --hold SEC keeps each socket
- *	open SEC seconds after its line is printed.
+ *	open SEC seconds after its line is printed. SIGTERM or SIGINT ends
+ *	the sending early (in every process); the connections open then
+ *	still close cleanly and report.
  *
  *   setcc --sink [--cc NAME] [--bind ADDR] PORT
  *	Accept connections on PORT (default address 0.0.0.0), read and
@@ -272,14 +274,20 @@ static int run_sender(const struct opts *o)
 	return ret;
 }
 
-/* Fork o->parallel senders; fail if any of them failed. */
+/* Fork o->parallel senders and pass SIGTERM/SIGINT on to them; fail if
+ * any of them failed.
+ */
 static int run_parallel(const struct opts *o)
 {
-	unsigned long i;
+	pid_t *pids = calloc(o->parallel, sizeof(*pids));
+	unsigned long i, started = 0, left;
+	bool forwarded = false;
 	int status, ret = 0;
 
+	if (!pids)
+		return 1;
 	fflush(stdout);
-	for (i = 0; i < o->parallel; i++) {
+	for (; started < o->parallel; started++) {
 		pid_t pid = fork();
 
 		if (pid < 0) {
@@ -289,10 +297,24 @@ static int run_parallel(const struct opts *o)
 		}
 		if (pid == 0)
 			exit(run_sender(o));
+		pids[started] = pid;
 	}
-	while (wait(&status) > 0)
+	for (left = started; left;) {
+		if (wait(&status) < 0) {
+			if (errno != EINTR)
+				break;
+			if (stop && !forwarded) {
+				for (i = 0; i < started; i++)
+					kill(pids[i], SIGTERM);
+				forwarded = true;
+			}
+			continue;
+		}
+		left--;
 		if (!WIFEXITED(status) || WEXITSTATUS(status))
 			ret = 1;
+	}
+	free(pids);
 	return ret;
 }
 

@@ -1,0 +1,320 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Tiny KTAP test helper for the in-VM tests, after the kernel's
+tools/testing/selftests/net/lib/py (ksft_run, ksft_eq, KsftSkipEx, ...).
+
+A test file defines functions and ends with ``ksft_run([f1, f2, ...])``.
+Each function is one test case: it passes by returning, fails by raising
+KsftFailEx (the ksft_* assertions) or any other exception, and is skipped
+by raising KsftSkipEx. Output:
+
+    KTAP version 1
+    1..2
+    # diagnostics of case 1
+    ok 1 f1
+    ok 2 f2 # SKIP reason
+    # Totals: pass:1 fail:0 skip:1
+
+Exit status: 0 if nothing failed (4 if everything was skipped), 1 otherwise.
+
+Helpers: cmd()/bg() run programs, optionally in a network namespace;
+NetNS and veth_pair() build topologies; sysctl_get()/sysctl_set()
+read and write sysctls in any namespace; write_errno() tells how a write
+to /proc or /sys failed; module_loaded()/module_refcnt()/rmmod()/unload()
+and load_copa()/unload_copa() handle modules; setcc() runs tests/setcc
+and parses its JSON lines.
+"""
+
+import contextlib
+import ctypes
+import errno
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+KSFT_PASS, KSFT_FAIL, KSFT_SKIP = 0, 1, 4
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+SETCC = os.path.join(TESTS_DIR, "setcc")
+
+
+class KsftFailEx(Exception):
+    """The case failed an assertion."""
+
+
+class KsftSkipEx(Exception):
+    """The case cannot run here."""
+
+
+def ksft_pr(*objs):
+    """Print a diagnostic: every line prefixed with '# '."""
+    for line in " ".join(str(o) for o in objs).splitlines() or [""]:
+        print("#", line, flush=True)
+
+
+def _fail(what, comment):
+    raise KsftFailEx(f"{what}{' ' + comment if comment else ''}")
+
+
+def ksft_true(cond, comment=""):
+    if not cond:
+        _fail("check failed:", comment)
+
+
+def ksft_eq(a, b, comment=""):
+    if a != b:
+        _fail(f"{a!r} != {b!r}", comment)
+
+
+def ksft_ne(a, b, comment=""):
+    if a == b:
+        _fail(f"{a!r} == {b!r}", comment)
+
+
+def ksft_ge(a, b, comment=""):
+    if not a >= b:
+        _fail(f"{a!r} < {b!r}", comment)
+
+
+def ksft_in(a, b, comment=""):
+    if a not in b:
+        _fail(f"{a!r} not in {b!r}", comment)
+
+
+def ksft_run(cases):
+    """Run the case functions, print KTAP and exit."""
+    print("KTAP version 1")
+    print(f"1..{len(cases)}", flush=True)
+    totals = {"pass": 0, "fail": 0, "skip": 0}
+    for num, case in enumerate(cases, 1):
+        result, directive = "ok", ""
+        try:
+            case()
+            totals["pass"] += 1
+        except KsftSkipEx as e:
+            directive = f" # SKIP {e}"
+            totals["skip"] += 1
+        except KsftFailEx as e:
+            ksft_pr(f"{case.__name__}: {e}")
+            ksft_pr(traceback.format_exc(limit=-2).rstrip())
+            result = "not ok"
+            totals["fail"] += 1
+        except Exception:  # an unexpected error fails the case, not the file
+            ksft_pr(traceback.format_exc().rstrip())
+            result = "not ok"
+            totals["fail"] += 1
+        print(f"{result} {num} {case.__name__}{directive}", flush=True)
+    ksft_pr("Totals: " + " ".join(f"{k}:{v}" for k, v in totals.items()))
+    if totals["fail"]:
+        sys.exit(KSFT_FAIL)
+    sys.exit(KSFT_SKIP if totals["skip"] and not totals["pass"] else KSFT_PASS)
+
+
+# ---- processes and namespaces ---------------------------------------------
+
+def _in_ns(args, ns):
+    args = [str(a) for a in args]
+    return ["ip", "netns", "exec", str(ns)] + args if ns else args
+
+
+def cmd(args, ns=None, check=True, timeout=120):
+    """Run args (a list), in namespace ns if given; return CompletedProcess
+    with text stdout/stderr. check=True raises KsftFailEx on non-zero exit."""
+    proc = subprocess.run(_in_ns(args, ns), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    if check and proc.returncode:
+        _fail(f"{' '.join(proc.args)} exited {proc.returncode}:",
+              (proc.stderr or proc.stdout).strip())
+    return proc
+
+
+@contextlib.contextmanager
+def bg(args, ns=None):
+    """Run args in the background (stdout piped, text); on leaving the
+    block, SIGTERM it and wait. Yields the Popen."""
+    proc = subprocess.Popen(_in_ns(args, ns), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+_ns_ids = itertools.count()
+
+
+class NetNS:
+    """A named network namespace with lo up; deleted (with every process
+    in it killed) when the with-block ends."""
+
+    def __init__(self):
+        self.name = f"copa-t{os.getpid()}-{next(_ns_ids)}"
+        cmd(["ip", "netns", "add", self.name])
+        cmd(["ip", "link", "set", "lo", "up"], ns=self)
+
+    def __str__(self):
+        return self.name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pids = cmd(["ip", "netns", "pids", self.name], check=False).stdout.split()
+        if pids:
+            cmd(["kill", "-KILL"] + pids, check=False)
+        cmd(["ip", "netns", "del", self.name])
+
+
+def veth_pair(ns_a, ns_b, addr_a="10.0.0.1/24", addr_b="10.0.0.2/24"):
+    """Connect ns_a and ns_b with a veth pair carrying addr_a and addr_b."""
+    cmd(["ip", "link", "add", "veth0", "netns", ns_a, "type", "veth",
+         "peer", "name", "veth0", "netns", ns_b])
+    for ns, addr in ((ns_a, addr_a), (ns_b, addr_b)):
+        cmd(["ip", "addr", "add", addr, "dev", "veth0"], ns=ns)
+        cmd(["ip", "link", "set", "veth0", "up"], ns=ns)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNET = 0x40000000
+
+
+def _setns(fd):
+    if _libc.setns(fd, _CLONE_NEWNET):
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+@contextlib.contextmanager
+def in_netns(ns):
+    """Switch this (single-threaded) process into ns for the block; /proc/sys/net
+    then shows that namespace. ns=None stays in the current one."""
+    if ns is None:
+        yield
+        return
+    with open("/proc/self/ns/net") as home, open(f"/run/netns/{ns}") as target:
+        _setns(target.fileno())
+        try:
+            yield
+        finally:
+            _setns(home.fileno())
+
+
+# ---- /proc and /sys ---------------------------------------------------------
+
+def sysctl_path(name):
+    return "/proc/sys/" + name.replace(".", "/")
+
+
+def read_text(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def write_text(path, text):
+    """Write text with a single write(2); raises OSError on failure."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def write_errno(path, text, ns=None):
+    """Write text to path (in ns); return 0 on success or the errno."""
+    try:
+        with in_netns(ns):
+            write_text(path, text)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+def sysctl_get(name, ns=None):
+    with in_netns(ns):
+        return read_text(sysctl_path(name))
+
+
+def sysctl_set(name, value, ns=None):
+    with in_netns(ns):
+        write_text(sysctl_path(name), f"{value}\n")
+
+
+@contextlib.contextmanager
+def sysctl_saved(name, ns=None):
+    """Restore sysctl name (in ns) to its current value after the block."""
+    old = sysctl_get(name, ns)
+    try:
+        yield old
+    finally:
+        sysctl_set(name, old, ns)
+
+
+# ---- modules ----------------------------------------------------------------
+
+def module_loaded(name):
+    return os.path.exists(f"/sys/module/{name}/refcnt")
+
+
+def module_refcnt(name):
+    return int(read_text(f"/sys/module/{name}/refcnt"))
+
+
+_SYS_delete_module = 176  # x86_64
+
+
+def rmmod(name):
+    """delete_module(name, O_NONBLOCK): 0, or the kernel's errno (EAGAIN
+    while the module has users, ENOENT if it is not loaded)."""
+    if _libc.syscall(_SYS_delete_module, name.encode(), os.O_NONBLOCK):
+        return ctypes.get_errno()
+    return 0
+
+
+def modprobe(name):
+    cmd(["modprobe", name])
+
+
+def unload(name, timeout=30):
+    """Unload name once the references on their way out (closed sockets,
+    namespaces being cleaned up) are gone; KsftFailEx if it stays."""
+    if module_loaded(name):
+        wait_for(lambda: rmmod(name) == 0, timeout=timeout)
+    if module_loaded(name):
+        _fail(f"{name} would not unload:", f"refcnt {module_refcnt(name)}")
+
+
+def load_copa():
+    """Both modules loaded: the state scripts/vm-run leaves and tests restore."""
+    modprobe("tcp_copa")
+    modprobe("tcp_copa_policer")
+
+
+def unload_copa():
+    unload("tcp_copa_policer")
+    unload("tcp_copa")
+
+
+def wait_for(pred, timeout=10.0, step=0.1):
+    """Poll pred() until it is true or timeout seconds pass; return its value."""
+    deadline = time.monotonic() + timeout
+    while not (value := pred()) and time.monotonic() < deadline:
+        time.sleep(step)
+    return value
+
+
+def setcc(args, ns=None, check=True, timeout=120):
+    """Run tests/setcc with args; return its JSON lines as dicts."""
+    proc = cmd([SETCC] + list(args), ns=ns, check=check, timeout=timeout)
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def errno_name(num):
+    return errno.errorcode.get(num, str(num))

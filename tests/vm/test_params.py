@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Module parameters and per-namespace sysctls of tcp_copa and
+tcp_copa_policer: valid values read back in canonical form, invalid ones
+fail with EINVAL and change nothing, namespaces are independent, a new
+namespace starts from the module parameters, and a new socket takes its
+namespace's values while an open one keeps the values it started with."""
+
+import os
+import time
+
+from ksft import (KsftSkipEx, NetNS, bg, cmd, errno_name, in_netns, ksft_eq,
+                  ksft_pr, ksft_run, load_copa, read_text, sysctl_get, sysctl_path,
+                  sysctl_set, veth_pair, write_errno, write_text)
+
+# module -> parameter -> (valid writes with their read-back, invalid writes)
+# An empty write is "\n", as echo and sysctl -w name= send it.
+PARAMS = {
+    "tcp_copa": {
+        "delta": ([("1", "1"), ("0.5", "0.5"), ("0.04", "0.04"),
+                   ("0.001", "0.001"), ("0.250", "0.25"), ("1.000", "1")],
+                  ["0", "0.000", "-0.5", "1.001", "2", "0.0625", "abc",
+                   "0.5x", "1e-1", ".", "", "99999999999"]),
+        "competitive": ([("0", "0"), ("1", "1")],
+                        ["2", "-1", "abc", "", "0.5", "1x"]),
+        "loss_reaction": ([("0", "0"), ("7", "7"), ("100", "100")],
+                          ["101", "-1", "abc", "", "5.5", "4294967296"]),
+    },
+    "tcp_copa_policer": {
+        "detect": ([("0", "0"), ("1", "1")], ["2", "-1", "x", ""]),
+        "loss_thresh": ([("1", "1"), ("50", "50"), ("100", "100")],
+                        ["0", "101", "-3", "x", "", "20.5"]),
+        "rate_tol": ([("1", "1"), ("12", "12"), ("100", "100")],
+                     ["0", "101", "-3", "x", ""]),
+        "hold_rounds": ([("1", "1"), ("100", "100"), ("255", "255")],
+                        ["0", "256", "-1", "x", "", "4294967296"]),
+    },
+}
+TRACE = "/sys/kernel/tracing"
+
+
+def param_path(module, name):
+    return f"/sys/module/{module}/parameters/{name}"
+
+
+def all_params():
+    for module, params in PARAMS.items():
+        for name, (valid, invalid) in params.items():
+            yield module, name, valid, invalid
+
+
+def check_writes(path, valid, invalid, ns=None):
+    """Each valid write reads back canonically; each invalid one fails with
+    EINVAL and leaves the last valid value in place. Restores the value."""
+    def read():
+        with in_netns(ns):
+            return read_text(path)
+
+    old = read()
+    try:
+        for text, shown in valid:
+            ksft_eq(write_errno(path, text + "\n", ns), 0, f"{path} <- {text}")
+            ksft_eq(read(), shown, f"{path} <- {text}")
+        for text in invalid:
+            ksft_eq(errno_name(write_errno(path, text + "\n", ns)), "EINVAL",
+                    f"{path} <- {text!r}")
+            ksft_eq(read(), shown, f"{path} unchanged after {text!r}")
+    finally:
+        ksft_eq(write_errno(path, old + "\n", ns), 0)
+    ksft_pr(f"{path}: {len(valid)} valid, {len(invalid)} invalid writes")
+
+
+def module_params():
+    load_copa()
+    for module, name, valid, invalid in all_params():
+        check_writes(param_path(module, name), valid, invalid)
+
+
+def sysctls_init_net():
+    load_copa()
+    for module, name, valid, invalid in all_params():
+        check_writes(sysctl_path(f"net.ipv4.{module}.{name}"), valid, invalid)
+
+
+def sysctls_in_netns():
+    load_copa()
+    with NetNS() as ns:
+        for module, name, valid, invalid in all_params():
+            check_writes(sysctl_path(f"net.ipv4.{module}.{name}"), valid,
+                         invalid, ns)
+
+
+def netns_independent():
+    load_copa()
+    init = sysctl_get("net.ipv4.tcp_copa.delta")
+    with NetNS() as a, NetNS() as b:
+        sysctl_set("net.ipv4.tcp_copa.delta", "0.04", a)
+        sysctl_set("net.ipv4.tcp_copa.delta", "0.2", b)
+        sysctl_set("net.ipv4.tcp_copa_policer.hold_rounds", "3", a)
+        ksft_eq(sysctl_get("net.ipv4.tcp_copa.delta", a), "0.04")
+        ksft_eq(sysctl_get("net.ipv4.tcp_copa.delta", b), "0.2")
+        ksft_eq(sysctl_get("net.ipv4.tcp_copa_policer.hold_rounds", a), "3")
+        ksft_eq(sysctl_get("net.ipv4.tcp_copa_policer.hold_rounds", b), "48")
+        ksft_eq(sysctl_get("net.ipv4.tcp_copa.delta"), init, "init_net")
+
+
+def new_netns_starts_from_module_params():
+    load_copa()
+    new = {("tcp_copa", "delta"): "0.125", ("tcp_copa", "competitive"): "0",
+           ("tcp_copa", "loss_reaction"): "9",
+           ("tcp_copa_policer", "detect"): "0",
+           ("tcp_copa_policer", "loss_thresh"): "33",
+           ("tcp_copa_policer", "rate_tol"): "7",
+           ("tcp_copa_policer", "hold_rounds"): "200"}
+    old = {key: read_text(param_path(*key)) for key in new}
+    with NetNS() as before:
+        try:
+            for key, value in new.items():
+                write_text(param_path(*key), value)
+            with NetNS() as after:
+                for (module, name), value in new.items():
+                    sysctl = f"net.ipv4.{module}.{name}"
+                    ksft_eq(sysctl_get(sysctl, after), value, f"{sysctl} in a new netns")
+                    ksft_eq(sysctl_get(sysctl, before), old[(module, name)],
+                            f"{sysctl} in an older netns")
+        finally:
+            for key, value in old.items():
+                write_text(param_path(*key), value)
+
+
+def trace_events(text):
+    """copa_update events as (dport, delta_milli, mode) tuples."""
+    events = []
+    for line in text.splitlines():
+        if "copa_update:" not in line:
+            continue
+        fields = dict(f.split("=", 1) for f in line.split("copa_update:")[1].split())
+        events.append((int(fields["dport"]), int(fields["delta_milli"]),
+                       int(fields["mode"])))
+    return events
+
+
+def copa_sysctls(ns, delta):
+    """delta in ns, with competitive mode and loss reaction off so that
+    the socket's delta stays the configured one."""
+    sysctl_set("net.ipv4.tcp_copa.delta", delta, ns)
+    sysctl_set("net.ipv4.tcp_copa.competitive", 0, ns)
+    sysctl_set("net.ipv4.tcp_copa.loss_reaction", 0, ns)
+
+
+def sockets_snapshot_netns_values():
+    """A socket runs with its namespace's delta as it was at connect:
+    port 5501 starts at 0.04 and keeps it after the sysctl changes to
+    0.25, port 5502 connects after the change and runs with 0.25."""
+    load_copa()
+    if not os.path.isdir(f"{TRACE}/events/copa/copa_update"):
+        raise KsftSkipEx("no copa_update tracepoint")
+    with NetNS() as snd, NetNS() as rcv:
+        veth_pair(snd, rcv)
+        copa_sysctls(snd, "0.04")
+        with bg(["tests/setcc", "--sink", 5501], ns=rcv) as s1, \
+                bg(["tests/setcc", "--sink", 5502], ns=rcv) as s2:
+            s1.stdout.readline()
+            s2.stdout.readline()
+            write_text(f"{TRACE}/trace", "")
+            write_text(f"{TRACE}/events/copa/copa_update/enable", "1")
+            try:
+                with bg(["tests/setcc", "--cc", "copa", "--time", 3,
+                         "--rate", 200000, "10.0.0.2", 5501], ns=snd) as old:
+                    time.sleep(1)
+                    sysctl_set("net.ipv4.tcp_copa.delta", "0.25", snd)
+                    cmd(["tests/setcc", "--cc", "copa", "--bytes", 300000,
+                         "10.0.0.2", 5502], ns=snd)
+                    old.wait(timeout=60)
+                    ksft_eq(old.returncode, 0)
+            finally:
+                write_text(f"{TRACE}/events/copa/copa_update/enable", "0")
+            events = trace_events(read_text(f"{TRACE}/trace"))
+    deltas = {port: sorted({d for p, d, _ in events if p == port})
+              for port in (5501, 5502)}
+    ksft_pr("delta_milli seen per port:", deltas)
+    ksft_eq(deltas[5501], [40], "the older socket keeps delta 0.04")
+    ksft_eq(deltas[5502], [250], "the newer socket has delta 0.25")
+
+
+ksft_run([module_params, sysctls_init_net, sysctls_in_netns,
+          netns_independent, new_netns_starts_from_module_params,
+          sockets_snapshot_netns_values])
