@@ -103,6 +103,19 @@ def cmd_show(args):
         print(f"  run {spec.id}")
 
 
+def plots_wanted(args):
+    """Whether to draw PNGs: not with --no-plots, nor without matplotlib."""
+    if args.no_plots:
+        return False
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("copa-eval: matplotlib is missing (run scripts/deps): no "
+              "plots", file=sys.stderr)
+        return False
+    return True
+
+
 def require_lab():
     if os.geteuid() != 0:
         raise SystemExit("copa-eval: running experiments needs root and "
@@ -115,15 +128,15 @@ def cmd_run(args):
     require_lab()
     runner.prepare(scenario, outdir, command_line())
     total = len(runner.plan(scenario))
-    runner.execute(scenario, outdir, runner.Progress(total),
-                   plot=not args.no_plots)
-    report.write_reports(outdir, plot=not args.no_plots)
+    plot = plots_wanted(args)
+    runner.execute(scenario, outdir, runner.Progress(total), plot=plot)
+    report.write_reports(outdir, plot=plot)
     print(open(os.path.join(outdir, "summary.md")).read())
     print(f"results: {outdir}")
 
 
 def cmd_report(args):
-    report.write_reports(args.outdir, plot=not args.no_plots)
+    report.write_reports(args.outdir, plot=plots_wanted(args))
     print(open(os.path.join(args.outdir, "summary.md")).read())
 
 
@@ -155,13 +168,14 @@ def cmd_bench(args):
     require_lab()
     total = sum(len(runner.plan(s)) for s in plan)
     progress = runner.Progress(total)
+    plot = plots_wanted(args)
     t0 = time.monotonic()
     sections = []
     for scenario in plan:
         sub = os.path.join(outdir, scenario.name)
         runner.prepare(scenario, sub, command_line())
-        runner.execute(scenario, sub, progress, plot=not args.no_plots)
-        _, _, agg = report.write_reports(sub, plot=not args.no_plots)
+        runner.execute(scenario, sub, progress, plot=plot)
+        _, _, agg = report.write_reports(sub, plot=plot)
         sections.append(bench_section(scenario, agg))
         print(sections[-1], flush=True)
     text = bench_markdown(sections, time.monotonic() - t0)
@@ -218,8 +232,15 @@ def run_in_vm(args, argv):
     else:
         raise SystemExit(f"copa-eval: --vm is for run and bench, not "
                          f"{args.command}")
+    with open(VM_RUN) as f:
+        if "--rwdir" not in f.read():
+            raise SystemExit("copa-eval: scripts/vm-run has no --rwdir "
+                             "option, which --vm needs to write results on "
+                             "the host; run copa-eval inside "
+                             "scripts/vm-run with --out under /tmp instead")
     outdir = os.path.abspath(outdir)
     os.makedirs(outdir, exist_ok=True)
+    prime_font_cache()
     inner = [a for a in argv if a != "--vm"]
     if "--out" not in inner:
         inner += ["--out", outdir]
@@ -230,6 +251,16 @@ def run_in_vm(args, argv):
     if rc == 0 and args.command == "bench":
         copy_doc(outdir, args.doc)
     return rc
+
+
+def prime_font_cache():
+    """Build matplotlib's font cache on the host, where it takes a second:
+    the guest sees the host's /tmp (MPLCONFIGDIR, see scripts/copa-eval)
+    and would otherwise rebuild it on every boot, slowly."""
+    try:
+        import matplotlib.font_manager  # noqa: F401
+    except ImportError:
+        pass
 
 
 def main(argv=None):

@@ -51,28 +51,34 @@ select="setsockopt")``
     ``layout()`` returns the router's and receiver's ``tc qdisc show``.
 
 ``Result``
-    ``flows``: FlowResult per flow (cc, select, sysctls, start_s,
-    duration_s, base_rtt_ms, throughput_mbit, utilisation, bytes_acked,
-    bytes_retrans, retrans_overhead, qdelay_mean_ms, qdelay_p50_ms,
-    qdelay_p95_ms, series {t, throughput_mbit, rtt_ms, cwnd[, mode]},
-    iperf {sent_bytes, received_bytes, retransmits | error}).
+    ``flows``: FlowResult per flow (index, cc, cc_observed (as sock_diag
+    reported it), select, sysctls, start_s, duration_s, base_rtt_ms,
+    throughput_mbit, utilisation, bytes_acked, bytes_retrans,
+    retrans_overhead, qdelay_mean_ms, qdelay_p50_ms, qdelay_p95_ms,
+    series {t, throughput_mbit, rtt_ms, cwnd[, mode]}, iperf
+    {sent_bytes, received_bytes, retransmits | error}, samples (raw
+    tcp_info: t, bytes_acked, bytes_retrans, rtt_us, cwnd, state[, mode])).
+    Figures are None when undefined (e.g. no sample).
     ``link_stats``: LinkStats (utilisation = goodput of all flows over the
     run / capacity, wire_utilisation from the bottleneck's byte counter,
     drops, backlog series {t, bytes}, qdelay_*_ms from the backlog).
     ``jain_index`` over the flows' throughputs (None for one flow),
-    ``cpu_busy`` of the machine during the run, ``kernel``, ``layout``,
-    ``to_dict()``.
+    ``cpu_busy`` of the machine during the run, ``sample_lag_p95_ms``
+    (lateness of the sampling ticks: a starved machine shows here),
+    ``kernel``, ``layout``, ``events``, ``to_dict()``.
+    ``format_table(result)`` renders the per-flow figures as text.
 
 Measurement
 ===========
 tcp_info of each flow's data socket is read every ``sample_ms`` through
 NETLINK_SOCK_DIAG (what ``ss -tin`` prints, without spawning ``ss``):
 bytes_acked, bytes_retrans, srtt, cwnd, and for copa the mode from its
-tcpvegas_info. A flow's figures cover its own window [start_s, start_s +
-duration]. Throughput is bytes_acked over that window; queueing delay is
-each srtt sample minus the flow's configured base RTT (link rtt_ms +
-extra_rtt_ms), floored at 0. The bottleneck backlog comes from the tbf's
-counters (RTM_GETQDISC); its queueing delay is backlog / rate.
+tcpvegas_info. A flow's window starts at its first sample (its iperf3 data
+connection exists) and lasts its duration. Throughput is bytes_acked over
+that window; utilisation is throughput over Link.capacity_mbit; queueing
+delay is each srtt sample minus the flow's configured base RTT (link
+rtt_ms + extra_rtt_ms), floored at 0. The bottleneck backlog comes from
+the tbf's counters (RTM_GETQDISC); its queueing delay is backlog / rate.
 
 Topology and qdisc layout
 =========================
@@ -83,18 +89,19 @@ Topology and qdisc layout
        ...                +------------------+                (iperf3 -s)
 
     router, each sender-facing veth "s<i>" (ACK direction):
-        root netem delay (rtt/2 + extra_rtt_i) limit 100000
+        root netem delay (rtt + extra_rtt_i) limit 100000
         ingress qdisc in shared block 7 with one
             matchall action police rate P burst B drop    (policer only)
     router, receiver-facing veth "dst" (data direction):
-        root 1: netem delay rtt/2 [loss L%] limit 100000
-          1:1 -> 10: tbf rate R burst max(R/HZ, 2 frames) limit BUF
+        root 10: tbf rate R burst max(R/HZ, 2 frames) limit BUF
                        (tbf's own byte FIFO of BUF bytes is the bottleneck
-                        queue; netem is the parent, so it does not replace
-                        that FIFO)
+                        queue; as a netem child, measured under TCG, it
+                        drained at about half its rate, so the whole base
+                        RTT sits on the ACK path instead)
     receiver "eth0" (ACK direction, only with up_rate_mbit):
         root tbf rate U burst max(U/HZ, 2 frames) limit BUF(U)
-    senders: no qdisc (veth noqueue): TCP small queues see no delay.
+    senders "eth0": no qdisc (veth noqueue), or with loss_pct a netem
+        that only drops (no delay): TCP small queues see no delay.
 
 Addresses: sender i 10.77.<i+1>.2/24 behind router 10.77.<i+1>.1;
 receiver 10.78.0.2/24 behind router 10.78.0.1. Offloads are switched off
@@ -129,7 +136,6 @@ BASE_PORT = 5201
 BASE_CPORT = 20001          # client data ports, below the ephemeral range
 RECEIVER_ADDR = "10.78.0.2"
 SELECTS = ("setsockopt", "sysctl", "route")
-TCP_ESTABLISHED = 1
 FLOW_GRACE_S = 8.0          # iperf3 start-up and shutdown under TCG
 
 _topology_ids = iter(range(1 << 30))
@@ -266,6 +272,7 @@ class FlowResult:
     """Figures of one flow over its own window."""
     index: int
     cc: str
+    cc_observed: str    # the algorithm sock_diag reported for the socket
     select: str
     sysctls: dict
     start_s: float
@@ -281,6 +288,7 @@ class FlowResult:
     qdelay_p95_ms: float
     series: dict
     iperf: dict
+    samples: dict       # raw tcp_info samples, one list per field
 
 
 @dataclass
@@ -507,6 +515,9 @@ class Topology:
         if self.link.up_rate_mbit:
             batches.append((["tc", "-n", self.receiver, "-batch", "-"],
                             [self._ack_tbf_cmd()]))
+        if self.loss_pct:
+            batches += [(["tc", "-n", ns, "-batch", "-"], [self._loss_cmd()])
+                        for ns in self.senders]
         for i, flow in enumerate(self.flows):
             congctl = f" congctl {flow.cc}" if flow.select == "route" else ""
             batches.append((["ip", "-n", self.senders[i], "-batch", "-"], [
@@ -524,8 +535,7 @@ class Topology:
         return cmds
 
     def _router_tc_cmds(self):
-        cmds = [f"qdisc add dev dst root handle 1: {self._netem_args()}",
-                f"qdisc add dev dst parent 1:1 handle 10: {self._tbf_args()}"]
+        cmds = [f"qdisc add dev dst root handle 10: {self._tbf_args()}"]
         cmds += [f"qdisc add dev s{i} root {self._ack_netem_args(flow)}"
                  for i, flow in enumerate(self.flows)]
         cmds += [f"qdisc add dev s{i} ingress_block 7 ingress"
@@ -561,12 +571,15 @@ class Topology:
         for ns, dev in devices:
             set_offloads(ns, dev, offloads)
 
-    def _netem_args(self):
-        loss = f" loss {self.loss_pct:g}%" if self.loss_pct else ""
-        return f"netem delay {_ms(self.rtt_ms / 2)}{loss} limit {NETEM_LIMIT}"
+    def _loss_cmd(self):
+        """Random loss on a sender's egress: no delay there, so TCP small
+        queues see none, and the bottleneck tbf stays the root qdisc (a
+        netem parent made tbf drain at about half its rate under TCG)."""
+        return (f"qdisc replace dev eth0 root netem loss {self.loss_pct:g}% "
+                f"limit {NETEM_LIMIT}")
 
     def _ack_netem_args(self, flow):
-        return (f"netem delay {_ms(self.rtt_ms / 2 + flow.extra_rtt_ms)} "
+        return (f"netem delay {_ms(self.rtt_ms + flow.extra_rtt_ms)} "
                 f"limit {NETEM_LIMIT}")
 
     @staticmethod
@@ -585,30 +598,28 @@ class Topology:
         """Change the bottleneck rate (the FIFO keeps its size in bytes)."""
         Link(rate_mbit=rate_mbit, rtt_ms=self.rtt_ms)
         self.rate_mbit = rate_mbit
-        self._tc(f"qdisc change dev dst parent 1:1 handle 10: "
-                 f"{self._tbf_args()}")
+        self._tc(f"qdisc change dev dst root handle 10: {self._tbf_args()}")
 
     def set_buffer(self, nbytes):
         """Resize the bottleneck FIFO to ``nbytes`` bytes."""
         _require(isinstance(nbytes, int) and nbytes >= FRAME_BYTES,
                  "buffer_bytes", f"must be >= {FRAME_BYTES}, got {nbytes!r}")
         self.buffer_bytes = nbytes
-        self._tc(f"qdisc change dev dst parent 1:1 handle 10: "
-                 f"{self._tbf_args()}")
+        self._tc(f"qdisc change dev dst root handle 10: {self._tbf_args()}")
 
     def set_rtt(self, rtt_ms):
         """Change the base RTT of every flow (extra_rtt_ms is kept)."""
         Link(rate_mbit=self.rate_mbit, rtt_ms=rtt_ms)
         self.rtt_ms = rtt_ms
-        self._tc(f"qdisc change dev dst root handle 1: {self._netem_args()}",
-                 *[f"qdisc change dev s{i} root {self._ack_netem_args(flow)}"
+        self._tc(*[f"qdisc change dev s{i} root {self._ack_netem_args(flow)}"
                    for i, flow in enumerate(self.flows)])
 
     def set_loss(self, loss_pct):
         """Change the random loss of data packets."""
         Link(rate_mbit=self.rate_mbit, rtt_ms=self.rtt_ms, loss_pct=loss_pct)
         self.loss_pct = loss_pct
-        self._tc(f"qdisc change dev dst root handle 1: {self._netem_args()}")
+        _run_batches([(["tc", "-n", ns, "-batch", "-"], [self._loss_cmd()])
+                      for ns in self.senders])
 
     def set_policer(self, rate_mbit, burst=20000):
         """Install (or replace) the policer shared by all flows."""
@@ -658,6 +669,7 @@ class _Recorder:
         self.route = netlink.socket_in_netns(topo.router,
                                              netlink.NETLINK_ROUTE)
         self.flow_samples = [[] for _ in topo.flows]
+        self.cc_seen = [None] * len(topo.flows)
         self.link_samples = []
 
     def close(self):
@@ -670,6 +682,7 @@ class _Recorder:
             for sock in netlink.tcp_sockets(self.diag[i]):
                 if sock["sport"] == BASE_CPORT + i and sock["info"]:
                     self.flow_samples[i].append(_flow_sample(t, sock))
+                    self.cc_seen[i] = sock["cc"] or self.cc_seen[i]
                     break
         for q in netlink.qdisc_stats(self.route):
             if q["handle"] == self.TBF_HANDLE and q["kind"] == "tbf":
@@ -803,8 +816,8 @@ def run(link, flows, duration_s, events=None, sample_ms=100):
             recorder = _Recorder(topo)
             try:
                 traffic.start_servers()
-                cpu, lag = _drive(topo, traffic, recorder, durations, duration_s,
-                             events, sample_ms / 1000.0)
+                cpu, lag = _drive(topo, traffic, recorder, durations,
+                                  duration_s, events, sample_ms / 1000.0)
                 layout = topo.layout()
             finally:
                 traffic.stop(FLOW_GRACE_S)
@@ -817,7 +830,9 @@ def run(link, flows, duration_s, events=None, sample_ms=100):
 
 
 def _drive(topo, traffic, recorder, durations, duration_s, events, step):
-    """The run's clock: start flows, fire events, sample.
+    """The run's clock: start flows, fire events, sample until the run's
+    end and until every iperf3 client has finished (each flow's window
+    starts when its connection does, a little after its start time).
 
     Returns (cpu_busy, p95 lateness of the sampling ticks in ms): a busy
     or starved machine shows up in both, and its figures are suspect.
@@ -836,8 +851,10 @@ def _drive(topo, traffic, recorder, durations, duration_s, events, step):
             traffic.start_client(i, int(math.ceil(durations[i])))
         while events and events[0][0] <= t:
             events.pop(0)[1](topo)
-        recorder.sample(t, traffic.running())
-        if t >= duration_s:
+        running = traffic.running()
+        recorder.sample(t, running)
+        if t >= duration_s and (not running or
+                                t >= duration_s + FLOW_GRACE_S):
             break
         tick += 1
         time.sleep(max(0.0, t0 + tick * step - time.monotonic()))
@@ -848,35 +865,22 @@ def _drive(topo, traffic, recorder, durations, duration_s, events, step):
     return busy, metrics.percentile(lags, 95)
 
 
-def _flow_result(i, flow, seconds, link, samples, iperf):
-    first = samples[0]["t"] if samples else flow.start_s
-    window = metrics.in_window(samples, first, first + seconds)
-    window = [s for s in window if s["state"] == TCP_ESTABLISHED] or window
+def _flow_result(i, flow, seconds, link, samples, cc_seen, iperf):
     base = link.rtt_ms + flow.extra_rtt_ms
-    throughput = metrics.counter_rate_mbit(window, "bytes_acked")
-    last = window[-1] if window else {"bytes_acked": 0, "bytes_retrans": 0}
-    qdelay = metrics.distribution(metrics.queueing_delays_ms(
-        [s["rtt_us"] for s in window], base))
-    rates = metrics.rate_series(window, "bytes_acked")
-    series = {"t": [round(t, 3) for t, _ in rates],
-              "throughput_mbit": [round(r, 4) for _, r in rates],
-              "rtt_ms": [s["rtt_us"] / 1000.0 for s in window[1:]],
-              "cwnd": [s["cwnd"] for s in window[1:]]}
-    if window and "mode" in window[0]:
-        series["mode"] = [s["mode"] for s in window[1:]]
+    figures = metrics.flow_figures(samples, seconds, base,
+                                   link.capacity_mbit)
+    columns = ["t", "bytes_acked", "bytes_retrans", "rtt_us", "cwnd",
+               "state"] + (["mode"] if any("mode" in s for s in samples)
+                           else [])
+    raw = {key: [s.get(key) for s in samples] for key in columns}
     return FlowResult(
         index=i, cc=flow.cc, select=flow.select, sysctls=flow.sysctls,
         start_s=flow.start_s, duration_s=seconds, base_rtt_ms=base,
-        throughput_mbit=throughput,
-        utilisation=metrics.utilisation(throughput, link.capacity_mbit),
-        bytes_acked=last["bytes_acked"], bytes_retrans=last["bytes_retrans"],
-        retrans_overhead=metrics.retrans_overhead(last["bytes_retrans"],
-                                                  last["bytes_acked"]),
-        qdelay_mean_ms=qdelay["mean"], qdelay_p50_ms=qdelay["p50"],
-        qdelay_p95_ms=qdelay["p95"], series=series, iperf=iperf)
+        cc_observed=cc_seen, iperf=iperf, samples=raw, **figures)
 
 
 def _link_stats(link, duration_s, flow_results, samples):
+    samples = metrics.in_window(samples, 0, duration_s)
     goodput_bytes = 0.0
     for fr in flow_results:
         if fr.throughput_mbit is not None:
@@ -901,7 +905,8 @@ def _result(link, flows, durations, duration_s, sample_ms, recorder, iperf,
             load, layout, events):
     flow_results = [
         _flow_result(i, f, durations[i], link, recorder.flow_samples[i],
-                     iperf[i]) for i, f in enumerate(flows)]
+                     recorder.cc_seen[i], iperf[i])
+        for i, f in enumerate(flows)]
     throughputs = [fr.throughput_mbit or 0.0 for fr in flow_results]
     return Result(
         link=link, duration_s=duration_s, sample_ms=sample_ms,
@@ -910,7 +915,8 @@ def _result(link, flows, durations, duration_s, sample_ms, recorder, iperf,
                                recorder.link_samples),
         jain_index=metrics.jain_index(throughputs) if len(flows) > 1
         else None,
-        cpu_busy=load[0], sample_lag_p95_ms=load[1], kernel=os.uname().release, layout=layout,
+        cpu_busy=load[0], sample_lag_p95_ms=load[1],
+        kernel=os.uname().release, layout=layout,
         events=[(t, getattr(fn, "__name__", repr(fn))) for t, fn in events])
 
 

@@ -15,6 +15,8 @@ recorded fixture data without root or a VM. Conventions:
 
 import math
 
+TCP_ESTABLISHED = 1
+
 
 def mean(values):
     """Arithmetic mean, or None for an empty sequence."""
@@ -168,3 +170,38 @@ def fair_share_mbit(capacity_mbit, windows, index):
         active = sum(1 for s, e in windows if s <= mid < e)
         total += capacity_mbit / active * (high - low)
     return total / (end - start)
+
+
+def flow_figures(samples, seconds, base_rtt_ms, capacity_mbit):
+    """The figures of one flow from its tcp_info samples.
+
+    ``samples``: dicts with t, bytes_acked, bytes_retrans, rtt_us (srtt),
+    cwnd, state and optionally mode. The flow's window starts at its first
+    sample (when iperf3's data connection exists) and lasts ``seconds``;
+    samples after the connection left ESTABLISHED are ignored when there
+    are established ones. Returns throughput_mbit, utilisation,
+    bytes_acked, bytes_retrans, retrans_overhead, qdelay_{mean,p50,p95}_ms
+    and series (t, throughput_mbit, rtt_ms, cwnd[, mode]).
+    """
+    first = samples[0]["t"] if samples else 0.0
+    window = in_window(samples, first, first + seconds)
+    window = [s for s in window if s["state"] == TCP_ESTABLISHED] or window
+    throughput = counter_rate_mbit(window, "bytes_acked")
+    last = window[-1] if window else {"bytes_acked": 0, "bytes_retrans": 0}
+    qdelay = distribution(queueing_delays_ms([s["rtt_us"] for s in window],
+                                             base_rtt_ms))
+    rates = rate_series(window, "bytes_acked")
+    series = {"t": [round(t, 3) for t, _ in rates],
+              "throughput_mbit": [round(r, 4) for _, r in rates],
+              "rtt_ms": [s["rtt_us"] / 1000.0 for s in window[1:]],
+              "cwnd": [s["cwnd"] for s in window[1:]]}
+    if any(s.get("mode") is not None for s in window):
+        series["mode"] = [s.get("mode") for s in window[1:]]
+    return {"throughput_mbit": throughput,
+            "utilisation": utilisation(throughput, capacity_mbit),
+            "bytes_acked": last["bytes_acked"],
+            "bytes_retrans": last["bytes_retrans"],
+            "retrans_overhead": retrans_overhead(last["bytes_retrans"],
+                                                 last["bytes_acked"]),
+            "qdelay_mean_ms": qdelay["mean"], "qdelay_p50_ms": qdelay["p50"],
+            "qdelay_p95_ms": qdelay["p95"], "series": series}

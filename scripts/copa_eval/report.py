@@ -205,7 +205,8 @@ def group_table(groups):
         lines.append(
             f"| {g['group']} | {g['direction']} | {g['variant']} | "
             f"{g['households']} | {_fmt(g['utilisation'], 3)} | "
-            f"{_fmt(g['qdelay_mean_ms'], 1)} | {_fmt(g['qdelay_p95_ms'], 1)} |")
+            f"{_fmt(g['qdelay_mean_ms'], 1)} | "
+            f"{_fmt(g['qdelay_p95_ms'], 1)} |")
     return "\n".join(lines)
 
 

@@ -311,7 +311,8 @@ def _events(chk, raw, duration):
         chk.number(f"{where}t_s", event.get("t_s"), 0, duration)
         if event.get("action") not in EVENT_ACTIONS:
             chk.fail(f"{where}action", f"must be one of "
-                     f"{', '.join(EVENT_ACTIONS)}, got {event.get('action')!r}")
+                     f"{', '.join(EVENT_ACTIONS)}, got "
+                     f"{event.get('action')!r}")
         if event["action"] != "remove_policer":
             chk.number(f"{where}value", event.get("value"), 0)
     return raw

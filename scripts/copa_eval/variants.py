@@ -113,5 +113,6 @@ def parse_variants(specs):
     dups = {v.spec for v in variants if
             sum(w.spec == v.spec for w in variants) > 1}
     if dups:
-        raise VariantError(f"variants: listed twice: {', '.join(sorted(dups))}")
+        raise VariantError(f"variants: listed twice: "
+                           f"{', '.join(sorted(dups))}")
     return variants

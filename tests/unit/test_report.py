@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Reports from a results directory built of recorded fixture files."""
+import csv
+import json
+import os
+import shutil
+
+import pytest
+
+from copa_eval import report
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+@pytest.fixture
+def outdir(tmp_path):
+    run = tmp_path / "runs" / "base__copa__r1"
+    run.mkdir(parents=True)
+    shutil.copy(os.path.join(FIXTURES, "run.json"), run / "run.json")
+    shutil.copy(os.path.join(FIXTURES, "flow-copa.json"), run / "flow0.json")
+    shutil.copy(os.path.join(FIXTURES, "flow-cubic.json"), run / "flow1.json")
+    (tmp_path / "runs" / "unfinished.partial").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "scenario": "demo", "kernel": "6.1.0", "git": "abc",
+        "command": "copa-eval run demo",
+        "resolved": {"description": "fixture run"}}))
+    return str(tmp_path)
+
+
+def test_reports_are_written_and_consistent(outdir):
+    records, rows, agg = report.write_reports(outdir, plot=True)
+    assert len(records) == 1 and len(rows) == 2
+    for name in ("summary.csv", "summary.md", "scatter.png"):
+        assert os.path.getsize(os.path.join(outdir, name)) > 0
+    with open(os.path.join(outdir, "summary.csv")) as f:
+        table = list(csv.DictReader(f))
+    flows = [json.load(open(os.path.join(outdir, "runs", "base__copa__r1",
+                                         f"flow{i}.json"))) for i in (0, 1)]
+    for row, flow in zip(table, flows):
+        assert row["cc"] == flow["cc"]
+        assert float(row["throughput_mbit"]) == pytest.approx(
+            flow["throughput_mbit"], rel=1e-5)
+    # the aggregate takes the variant's flow; cubic is the competitor
+    assert agg[0]["throughput_mbit"] == flows[0]["throughput_mbit"]
+    assert agg[0]["competitor_share"] == flows[1]["share"]
+    md = open(os.path.join(outdir, "summary.md")).read()
+    assert "| base | copa |" in md and "fixture run" in md
+
+
+def test_headline_ratios():
+    agg = [{"case": "c", "variant": "cubic", "throughput_mbit": 10.0,
+            "qdelay_p95_ms": 100.0, "retrans_overhead": 0.01},
+           {"case": "c", "variant": "bbr", "throughput_mbit": 8.0,
+            "qdelay_p95_ms": 20.0, "retrans_overhead": 0.0},
+           {"case": "c", "variant": "copa", "throughput_mbit": 9.0,
+            "qdelay_p95_ms": 10.0, "retrans_overhead": 0.0}]
+    (ratios,) = report.headline_ratios(agg)
+    assert ratios["throughput / cubic"] == pytest.approx(0.9)
+    assert ratios["p95 qdelay / bbr"] == pytest.approx(0.5)
+    assert ratios["retrans / cubic"] == 0.0
+    assert ratios["retrans / bbr"] == 1.0        # 0 / 0: the same
+    assert "| c | copa | 0.90 |" in report.ratio_table([ratios])
+
+
+def test_group_summary_takes_medians():
+    rows = [{"role": "variant", "group": "$0-30", "direction": "down",
+             "variant": "copa", "case": f"u{i}", "utilisation": u,
+             "qdelay_mean_ms": d, "qdelay_p95_ms": d * 2}
+            for i, (u, d) in enumerate([(0.5, 10), (0.9, 30), (0.7, 20)])]
+    (group,) = report.group_summary(rows)
+    assert (group["households"], group["utilisation"],
+            group["qdelay_mean_ms"]) == (3, 0.7, 20)

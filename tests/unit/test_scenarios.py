@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Scenario files: the shipped ones validate, bad ones name the field."""
+import pytest
+
+from copa_eval import scenarios
+from copa_eval.scenarios import ScenarioError
+
+BASE = """
+description = "test"
+variants = ["cubic", "copa:delta=0.2"]
+duration_s = 10
+[link]
+rate_mbit = 12
+rtt_ms = 40
+[[flows]]
+cc = "variant"
+"""
+
+
+def load_text(tmp_path, text, overrides=()):
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    return scenarios.load(str(path), overrides)
+
+
+@pytest.mark.parametrize("name", [n for n, _ in scenarios.available()])
+def test_shipped_scenarios_validate(name):
+    scenario = scenarios.load(name)
+    assert scenario.cases and scenario.variants
+    assert scenario.description
+
+
+def test_bench_set_validates():
+    from copa_eval import cli
+    assert len(cli.bench_plan()) >= 8
+
+
+def test_sweep_expansion_and_overrides(tmp_path):
+    s = load_text(tmp_path, BASE + "[sweep]\nbuffer_bdp = [1, 4]\n",
+                  ["link.rate_mbit=20", "sweep.buffer_bdp=[0.5, 2, 8]"])
+    assert [c.id for c in s.cases] == ["buffer_bdp=0.5", "buffer_bdp=2",
+                                       "buffer_bdp=8"]
+    assert all(c.link["rate_mbit"] == 20 for c in s.cases)
+
+
+def test_flow_field_sweep_and_build_flows(tmp_path):
+    s = load_text(tmp_path, BASE + '[[flows]]\ncc = "cubic"\ncount = 2\n'
+                  'stagger_s = 2\n[sweep]\n"flows.1.extra_rtt_ms" = [0, 40]\n')
+    flows, roles = scenarios.build_flows(s.cases[1].flows, s.variants[1])
+    assert [f.cc for f in flows] == ["copa", "cubic", "cubic"]
+    assert roles == ["variant", "competitor", "competitor"]
+    assert flows[0].sysctls == {"net.ipv4.tcp_copa.delta": "0.2"}
+    assert [f.start_s for f in flows] == [0, 0, 2]
+    assert [f.extra_rtt_ms for f in flows] == [0, 40, 40]
+
+
+def test_random_links_are_seeded(tmp_path):
+    text = BASE.replace('variants', 'kind = "random_links"\nvariants') + """
+[random_links]
+count = 3
+seed = 5
+rate_mbit = [2, 20]
+rtt_ms = [10, 80]
+buffer_bdp = [1, 2]
+"""
+    a, b = load_text(tmp_path, text), load_text(tmp_path, text)
+    assert [c.link for c in a.cases] == [c.link for c in b.cases]
+    assert all(2 <= c.link["rate_mbit"] <= 20 for c in a.cases)
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    (["link.rate_mbit=0"], "link.rate_mbit: must be a number > 0"),
+    (["link.rate_mbit=90"], "link.rate_mbit: 90 Mbit/s is above"),
+    (["link.loss_pct=100"], "link.loss_pct"),
+    (["link.buffer_pkts=0"], "link.buffer_pkts"),
+    (["link.colour=1"], "link.colour: unknown field"),
+    (["variants=['cubic','copa:delta=7']"], "variants: variant"),
+    (["variants=['tahoe']"], "unknown algorithm 'tahoe'"),
+    (["kind='grid'"], "kind: must be one of"),
+    (["flows.0.cc='tahoe'"], "flows.0.cc"),
+    (["flows.0.start_s=10"], "flows.0.start_s"),
+    (["flows.0.duration_s=11"], "flows.0.duration_s"),
+    (["sweep.mtu=[1]"], "sweep.mtu"),
+    (["repeats=0"], "repeats: must be >= 1"),
+    (["duration_s='long'"], "duration_s: expected a number"),
+    (["speed=1"], "speed: unknown field"),
+])
+def test_bad_scenarios_name_the_field(tmp_path, overrides, needle):
+    with pytest.raises(ScenarioError, match=needle.replace("(", r"\(")):
+        load_text(tmp_path, BASE, overrides)
+
+
+def test_missing_description_and_bad_toml(tmp_path):
+    with pytest.raises(ScenarioError, match="description"):
+        load_text(tmp_path, BASE.replace('description = "test"', ""))
+    with pytest.raises(ScenarioError, match="not valid TOML"):
+        load_text(tmp_path, BASE + "[link\n")
+    with pytest.raises(ScenarioError, match="no such file"):
+        scenarios.load("no-such-scenario")
+
+
+def test_household_scenario_caps_and_names_units(tmp_path):
+    csv = tmp_path.parent / "h.csv"
+    csv.write_text('"unit_id","medianUp","medianDown","medianLatency",'
+                   '"monthly.charge","weight"\n7,1250000,25000000,20000,'
+                   '60,1\n')
+    text = BASE.replace('variants', 'kind = "households"\nvariants') + \
+        f'[households]\ncsv = "{csv}"\nunits = [7]\n'
+    s = load_text(tmp_path, text)
+    assert [c.id for c in s.cases] == ["unit7-down", "unit7-up"]
+    down, up = s.cases
+    assert down.link["rate_mbit"] == 50 and down.meta["capped"]
+    assert up.link["rate_mbit"] == 10 and not up.meta["capped"]
+    assert down.meta["group"] == "$50+"
+    with pytest.raises(ScenarioError, match="unit_id 8"):
+        load_text(tmp_path, text.replace("units = [7]", "units = [8]"))
+
+
+def test_parse_value():
+    assert scenarios.parse_value("[1, 2]") == [1, 2]
+    assert scenarios.parse_value("0.5") == 0.5
+    assert scenarios.parse_value("copa") == "copa"
