@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Every way of selecting copa, with cubic and bbr flows on the same link.
+
+One run of the lab (scripts/copa_eval/lab.py) on a 20 Mbit/s, 40 ms link
+with a 2 BDP FIFO carries at once:
+
+    flow 0  cubic  iperf3 -C cubic
+    flow 1  bbr    iperf3 -C bbr
+    flow 2  copa   net.ipv4.tcp_congestion_control=copa in its sender netns
+    flow 3  copa   ip route ... congctl copa in its sender netns
+    setcc   copa   setsockopt(TCP_CONGESTION) by tests/setcc, sending from
+                   flow 0's namespace (whose default is cubic) to a
+                   ``setcc --sink`` on the receiver
+
+A namespace other than the initial one may make only an algorithm of
+net.ipv4.tcp_allowed_congestion_control its default (EPERM otherwise), so
+the test adds copa to that list for the run, as an administrator would.
+
+The algorithm each flow ran with is observed from outside the sending
+process, through sock_diag (INET_DIAG_CONG): for the iperf3 flows by the
+lab's sampling of their data sockets (cc_observed, and copa's mode from its
+tcpvegas_info), for setcc by scripts/copa-diag --json run in its namespace
+every few seconds, beside setcc's own getsockopt(TCP_CONGESTION). Each
+flow must also move at least MIN_BYTES.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")]
+
+from copa_eval.lab import Flow, Link, RECEIVER_ADDR, run  # noqa: E402,E501
+from ksft import SETCC, KsftFailEx, KsftSkipEx, ksft_eq, ksft_ge, ksft_in, \
+    ksft_pr, ksft_run, sysctl_saved, sysctl_set  # noqa: E402
+
+RUN_S = 20
+LINK = Link(rate_mbit=20, rtt_ms=40, buffer_bdp=2)
+FLOWS = [Flow("cubic"), Flow("bbr"), Flow("copa", select="sysctl"),
+         Flow("copa", select="route")]
+SETCC_PORT = 5301 + len(FLOWS)   # above the lab's iperf3 ports
+SETCC_START_S = 1
+SETCC_SECONDS = 14
+OBSERVE_EVERY_S = 3
+MIN_BYTES = 1 << 20
+COPA_MODES = (1, 2, 3, 4)      # tcpvegas_info.tcpv_enabled of copa
+COPA_DIAG = os.path.join(ROOT, "scripts", "copa-diag")
+ALLOWED = "net.ipv4.tcp_allowed_congestion_control"
+
+
+class SetccFlow:
+    """A setcc sender and sink started and collected by lab events."""
+
+    def __init__(self):
+        self.sink = None
+        self.sender = None
+        self.report = {}
+
+    def start(self, topo):
+        self.sink = subprocess.Popen(
+            ["ip", "netns", "exec", topo.receiver, SETCC, "--sink", "--bind",
+             RECEIVER_ADDR, str(SETCC_PORT)], stdout=subprocess.PIPE,
+            text=True)
+        self.sink.stdout.readline()     # {"listening":PORT}
+        self.sender = subprocess.Popen(
+            ["ip", "netns", "exec", topo.senders[0], SETCC, "--cc", "copa",
+             "--time", str(SETCC_SECONDS), RECEIVER_ADDR, str(SETCC_PORT)],
+            stdout=subprocess.PIPE, text=True)
+
+    def finish(self, _topo):
+        out, _ = self.sender.communicate(timeout=60)
+        self.sink.terminate()
+        self.sink.communicate(timeout=30)
+        lines = out.splitlines()
+        self.report = json.loads(lines[-1]) if lines else {}
+
+    def kill(self):
+        """Kill whatever is still running (the run failed before finish)."""
+        for proc in (self.sender, self.sink):
+            if proc and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def diag_sockets(netns):
+    """copa-diag --json --all in ``netns``: one dict per TCP socket."""
+    out = subprocess.run(["ip", "netns", "exec", netns, COPA_DIAG, "--json",
+                          "--all"], capture_output=True, text=True,
+                         check=True).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def observe_setcc(seen):
+    """An event that appends copa-diag's view of setcc's socket."""
+    def snapshot(topo):
+        for sock in diag_sockets(topo.senders[0]):
+            if sock["dst"] == f"{RECEIVER_ADDR}:{SETCC_PORT}":
+                seen.append(sock)
+    return snapshot
+
+
+_run = {}
+
+
+def shared_run():
+    """The one run all cases look at: {result, seen, setcc}.
+
+    Runs once; a failure to run is raised again to every case.
+    """
+    if not _run:
+        try:
+            _run.update(run_all_flows())
+        except KsftSkipEx:
+            raise
+        except Exception as exc:
+            _run["error"] = f"{type(exc).__name__}: {exc}"
+            raise
+    if "error" in _run:
+        raise KsftFailEx(f"the shared run failed: {_run['error']}")
+    return _run
+
+
+def run_all_flows():
+    if not os.access(SETCC, os.X_OK):
+        raise KsftSkipEx(f"{SETCC} is not built")
+    seen, extra = [], SetccFlow()
+    events = [(SETCC_START_S, extra.start)]
+    events += [(t, observe_setcc(seen)) for t in range(
+        SETCC_START_S + OBSERVE_EVERY_S, SETCC_START_S + SETCC_SECONDS,
+        OBSERVE_EVERY_S)]
+    events.append((SETCC_START_S + SETCC_SECONDS + 2, extra.finish))
+    with sysctl_saved(ALLOWED) as allowed:
+        sysctl_set(ALLOWED, f"{allowed} copa")
+        try:
+            res = run(LINK, FLOWS, RUN_S, events=events)
+        finally:
+            extra.kill()
+    for fr in res.flows:
+        modes = sorted(set(fr.series.get("mode", [])))
+        ksft_pr(f"flow {fr.index} {fr.cc} by {fr.select}: sock_diag says "
+                f"{fr.cc_observed}, modes {modes}, "
+                f"{fr.throughput_mbit or 0:.2f} Mbit/s, acked "
+                f"{fr.bytes_acked} B")
+    ksft_pr(f"setcc: {json.dumps(extra.report)}")
+    ksft_pr(f"copa-diag of setcc's socket: {json.dumps(seen)}")
+    return {"result": res, "seen": seen, "setcc": extra.report}
+
+
+def check_lab_flow(index):
+    """Flow ``index`` ran with its algorithm and moved data."""
+    flow = shared_run()["result"].flows[index]
+    ksft_eq(flow.cc_observed, flow.cc,
+            f"algorithm of flow {index} ({flow.select})")
+    if flow.cc == "copa":
+        modes = flow.series.get("mode", [])
+        ksft_ge(len(modes), 1, "copa reports its mode")
+        ksft_in(modes[-1], COPA_MODES, "copa's mode")
+    ksft_ge(flow.bytes_acked or 0, MIN_BYTES, f"flow {index} moved data")
+
+
+def select_by_netns_sysctl():
+    """net.ipv4.tcp_congestion_control=copa in the sender netns."""
+    check_lab_flow(2)
+
+
+def select_by_route():
+    """ip route ... congctl copa."""
+    check_lab_flow(3)
+
+
+def select_by_setsockopt():
+    """setsockopt(TCP_CONGESTION, "copa") in setcc, in a cubic netns."""
+    state = shared_run()
+    report = state["setcc"]
+    # a socket in TIME_WAIT reports no algorithm
+    algorithms = {sock["cc"] for sock in state["seen"] if sock["cc"]}
+    ksft_eq(report.get("cc"), "copa", "getsockopt(TCP_CONGESTION) in setcc")
+    ksft_eq(algorithms, {"copa"}, "sock_diag algorithm of setcc's socket")
+    ksft_ge(report.get("bytes_acked", 0), MIN_BYTES, "setcc moved data")
+
+
+def cubic_and_bbr_beside():
+    """The cubic and bbr flows on the same link kept their algorithms."""
+    check_lab_flow(0)
+    check_lab_flow(1)
+
+
+if __name__ == "__main__":
+    ksft_run([select_by_netns_sysctl, select_by_route, select_by_setsockopt,
+              cubic_and_bbr_beside])
