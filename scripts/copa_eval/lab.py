@@ -348,7 +348,10 @@ def _run_batches(batches):
         if proc.returncode:
             errors.append(f"{' '.join(argv)}: {err.strip()[-600:]}")
     if errors:
-        raise LabError("topology setup failed:\n" + "\n".join(errors))
+        raise LabError("topology setup failed (the lab needs root and the "
+                       "netem, tbf, act_police and cls_matchall modules; "
+                       "copa-eval --vm runs it in the project VM):\n"
+                       + "\n".join(errors))
 
 
 def write_sysctls(netns, sysctls):

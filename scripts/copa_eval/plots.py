@@ -20,6 +20,12 @@ from . import metrics  # noqa: E402
 MAX_PANELS = 9
 
 
+def _save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def _colours(names):
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     return {name: cycle[i % len(cycle)] for i, name in enumerate(names)}
@@ -59,9 +65,7 @@ def timeseries(record, path):
                  f"{record['variant']['spec']} r{record['repeat']}: "
                  f"{link['rate_mbit']} Mbit/s, {link['rtt_ms']} ms, "
                  f"{link['buffer_bytes']} B FIFO", fontsize="medium")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def _run_points(rows, x_key, y_key):
@@ -99,9 +103,8 @@ def scatter(rows, path, title):
     if len(cases) <= MAX_PANELS:
         cols = min(3, len(cases))
         nrows = (len(cases) + cols - 1) // cols
-        fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols,
-                                                       3.4 * nrows),
-                                 squeeze=False)
+        fig, axes = plt.subplots(nrows, cols, squeeze=False, figsize=(
+            max(6.5, 4.2 * cols), 3.4 * nrows + 0.4))
         for ax, case in zip(axes.flat, cases):
             _scatter_panel(ax, _run_points(
                 [r for r in rows if r["case"] == case], "qdelay_p95_ms",
@@ -121,9 +124,7 @@ def scatter(rows, path, title):
     axes[0][0].legend(fontsize="small")
     fig.suptitle(f"{title}: throughput vs p95 queueing delay "
                  f"(better: up and right)", fontsize="medium")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def households(rows, path):
@@ -143,6 +144,4 @@ def households(rows, path):
     axes[0].legend(fontsize="small")
     fig.suptitle("Households: self-induced delay vs normalised throughput "
                  "per price group (both directions)", fontsize="medium")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _save(fig, path)

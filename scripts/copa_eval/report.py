@@ -48,7 +48,7 @@ def load_records(outdir):
             index += 1
         record["flows"] = flows
         records.append(record)
-    return records
+    return sorted(records, key=lambda r: r.get("seq", 0))
 
 
 def flow_rows(records):

@@ -36,6 +36,7 @@ class RunSpec:
     case: object
     variant: object
     repeat: int
+    seq: int            # position in the plan: reports keep this order
 
     @property
     def id(self):
@@ -45,9 +46,10 @@ class RunSpec:
 
 def plan(scenario):
     """Every run of ``scenario``: cases x variants x repeats."""
-    return [RunSpec(case, variant, repeat)
-            for case in scenario.cases for variant in scenario.variants
-            for repeat in range(1, scenario.repeats + 1)]
+    combos = [(case, variant, repeat)
+              for case in scenario.cases for variant in scenario.variants
+              for repeat in range(1, scenario.repeats + 1)]
+    return [RunSpec(*combo, seq=i) for i, combo in enumerate(combos)]
 
 
 def digest(scenario):
@@ -233,7 +235,8 @@ def run_record(scenario, spec, result, roles):
     data.update(fairness(data["flows"]))
     data.update(scenario=scenario.name, run=spec.id, case=spec.case.id,
                 case_params=spec.case.params, case_meta=spec.case.meta,
-                repeat=spec.repeat, variant=asdict(spec.variant))
+                repeat=spec.repeat, seq=spec.seq,
+                variant=asdict(spec.variant))
     return data
 
 

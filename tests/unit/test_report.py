@@ -70,3 +70,19 @@ def test_group_summary_takes_medians():
     (group,) = report.group_summary(rows)
     assert (group["households"], group["utilisation"],
             group["qdelay_mean_ms"]) == (3, 0.7, 20)
+
+
+def test_plots_of_households_and_time_series(tmp_path):
+    from copa_eval import plots
+    rows = [{"role": "variant", "group": group, "variant": variant,
+             "case": f"unit{i}-down", "repeat": 1, "utilisation": 0.5 + i / 10,
+             "qdelay_mean_ms": 10.0 * (i + 1)}
+            for i, group in enumerate(("$0-30", "$30-40", "$40-50", "$50+"))
+            for variant in ("cubic", "copa")]
+    plots.households(rows, str(tmp_path / "households.png"))
+    record = json.load(open(os.path.join(FIXTURES, "run.json")))
+    record["flows"] = [json.load(open(os.path.join(FIXTURES, name)))
+                       for name in ("flow-copa.json", "flow-cubic.json")]
+    plots.timeseries(record, str(tmp_path / "timeseries.png"))
+    for name in ("households.png", "timeseries.png"):
+        assert (tmp_path / name).stat().st_size > 10000
