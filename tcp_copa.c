@@ -21,8 +21,8 @@
  * letting delta exceed the configured value. The optional loss reaction
  * halves 1/delta on every lossy round, so that Copa's standing queue fits
  * a buffer shorter than 1/delta packets, and regrows it by 1/8 per clean
- * round; when more than loss_reaction percent of a two-round window was
- * lost, it also cuts cwnd by 30%.
+ * round, holding v at 1 meanwhile; when more than loss_reaction percent of
+ * a two-round window was lost, it also cuts cwnd by 30%.
  */
 
 /* <net/tcp.h> first: 5.10's generic.h and inet_diag.h need struct net. */
@@ -279,6 +279,9 @@ static void copa_on_round(struct sock *sk, struct copa *ca)
 	if (copa_loss_window_exceeded(ca))
 		copa_cut_cwnd(sk, ca);
 	copa_update_velocity(ca, tcp_snd_cwnd(tp));
+	/* Until a loss reaction's 1/delta has regrown, do not accelerate. */
+	if (ca->inv_delta < ca->inv_delta0)
+		ca->velocity = 1;
 	ca->round_loss = 0;
 }
 

@@ -90,6 +90,7 @@ def ksft_run(cases):
     totals = {"pass": 0, "fail": 0, "skip": 0}
     for num, case in enumerate(cases, 1):
         result, directive = "ok", ""
+        start = time.monotonic()
         try:
             case()
             totals["pass"] += 1
@@ -105,6 +106,7 @@ def ksft_run(cases):
             ksft_pr(traceback.format_exc().rstrip())
             result = "not ok"
             totals["fail"] += 1
+        ksft_pr(f"{case.__name__}: {time.monotonic() - start:.1f} s")
         print(f"{result} {num} {case.__name__}{directive}", flush=True)
     ksft_pr("Totals: " + " ".join(f"{k}:{v}" for k, v in totals.items()))
     if totals["fail"]:

@@ -164,8 +164,9 @@ static int send_data(int fd, const struct opts *o, uint64_t *sent)
 	double start = now();
 	uint64_t chunk = CHUNK;
 
-	if (o->rate && o->rate / 50 < chunk)
-		chunk = o->rate / 50 ? o->rate / 50 : 1;
+	/* Paced sends come about ten times a second. */
+	if (o->rate && o->rate / 10 < chunk)
+		chunk = o->rate / 10 ? o->rate / 10 : 1;
 	*sent = 0;
 	while (!stop) {
 		uint64_t want = chunk;

@@ -14,6 +14,7 @@ from ksft import (SETCC, NetNS, bg, ksft_eq, ksft_ge, ksft_pr, ksft_run,
 
 FLOWS = 200
 FLOW_RATE = 5000          # bytes/s each: 8 Mbit/s for all 200
+FLOW_MAX_S = 900          # the test stops the flows once the churn is done
 CHURN_PROCS, CHURN_EACH, CHURN_BYTES = 4, 500, 2000
 PORT = 5601
 SERVER = "10.0.0.2"
@@ -47,7 +48,7 @@ def flows_and_churn():
         with bg([SETCC, "--sink", PORT], ns=rcv) as sink:
             sink.stdout.readline()
             start = time.monotonic()
-            with bg([SETCC, "--cc", "copa", "--parallel", FLOWS, "--time", 120,
+            with bg([SETCC, "--cc", "copa", "--parallel", FLOWS, "--time", FLOW_MAX_S,
                      "--rate", FLOW_RATE, SERVER, PORT], ns=snd) as flows:
                 peak = peak_extra_refs(flows, base, FLOWS)
                 ksft_pr(f"{peak} copa sockets open at once after "

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Copa keeps the queue short: 12 Mbit/s, 40 ms RTT, a 4 BDP FIFO.
+
+Each flow runs alone on the link. Queueing delay is the bottleneck FIFO's
+mean backlog divided by its rate, sampled every 100 ms: with one flow it is
+that flow's queueing delay, and unlike srtt it does not include the guest's
+timer jitter (the srtt-based figure is printed beside it).
+
+- low_delay: copa reaches >= 85% utilisation, and its mean queueing delay
+  is <= 1/3 of CUBIC's (CUBIC fills the 4 BDP FIFO).
+- delta_dial: delta 0.8 queues less than delta 0.1 (about 1.25 against
+  10 packets): at most half the delay, and at least 2 ms less.
+- policer_transparent: with no policer on the path, copa_policer moves the
+  same throughput as copa (within 10%) with the same queueing delay (within
+  10% or 2 ms, whichever is larger: both are a few ms, where 10% is below
+  the measurement's resolution), and never enters the policed mode (4):
+  the mode is sampled every 100 ms and a hold lasts 48 rounds (~2 s).
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from test_copa_link import Flow, Link, run_once, throughput  # noqa: E402
+from ksft import ksft_ge, ksft_pr, ksft_run  # noqa: E402
+
+LOW_DELAY_LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=4)
+MIN_UTILISATION = 0.85
+DELAY_RATIO = 1 / 3             # copa / cubic queueing delay
+DELTA_RATIO = 0.5               # delay at delta 0.8 / delay at delta 0.1
+DELTA_GAP_MS = 2.0              # and at least this much lower
+SAME_THROUGHPUT = 0.10          # copa_policer vs copa, relative
+SAME_DELAY = 0.10               # relative ...
+SAME_DELAY_FLOOR_MS = 2.0       # ... or absolute, whichever is larger
+MODE_POLICED = 4
+
+def alone(cc, delta=None):
+    """The run of ``cc`` alone on the low-delay link."""
+    sysctls = {"net.ipv4.tcp_copa.delta": delta} if delta else None
+    label = f"{cc} alone" + (f", delta {delta}" if delta else "")
+    return run_once(label, LOW_DELAY_LINK, [Flow(cc, sysctls=sysctls)])
+
+
+def queue_delay_ms(result):
+    """Mean queueing delay at the bottleneck, from its backlog."""
+    return result.link_stats.qdelay_mean_ms
+
+
+def low_delay():
+    """Copa fills the link with a fraction of CUBIC's queue."""
+    copa, cubic = alone("copa"), alone("cubic")
+    util = copa.flows[0].utilisation or 0.0
+    d_copa, d_cubic = queue_delay_ms(copa), queue_delay_ms(cubic)
+    ksft_pr(f"copa utilisation {util:.3f}, cubic "
+            f"{cubic.flows[0].utilisation or 0:.3f}")
+    ksft_pr(f"mean queueing delay: copa {d_copa:.2f} ms, cubic "
+            f"{d_cubic:.2f} ms, ratio copa/cubic {d_copa / d_cubic:.3f}")
+    ksft_ge(util, MIN_UTILISATION, "copa utilisation")
+    ksft_ge(DELAY_RATIO * d_cubic, d_copa, "copa delay <= 1/3 of cubic's")
+
+
+def delta_dial():
+    """A larger delta means a shorter queue."""
+    d_small = queue_delay_ms(alone("copa", "0.1"))
+    d_large = queue_delay_ms(alone("copa", "0.8"))
+    ksft_pr(f"mean queueing delay: delta 0.1 {d_small:.2f} ms, delta 0.8 "
+            f"{d_large:.2f} ms")
+    ksft_ge(min(DELTA_RATIO * d_small, d_small - DELTA_GAP_MS), d_large,
+            "delta 0.8 queues less than delta 0.1")
+
+
+def policer_transparent():
+    """Without a policer, copa_policer is copa."""
+    copa, pol = alone("copa"), alone("copa_policer")
+    t_copa, t_pol = throughput(copa), throughput(pol)
+    d_copa, d_pol = queue_delay_ms(copa), queue_delay_ms(pol)
+    modes = sorted(set(pol.flows[0].series.get("mode", [])))
+    ksft_pr(f"throughput: copa {t_copa:.2f}, copa_policer {t_pol:.2f} "
+            f"Mbit/s; queueing delay: copa {d_copa:.2f}, copa_policer "
+            f"{d_pol:.2f} ms; copa_policer modes seen {modes}")
+    ksft_ge(SAME_THROUGHPUT * t_copa, abs(t_pol - t_copa),
+            "copa_policer throughput within 10% of copa's")
+    ksft_ge(max(SAME_DELAY * d_copa,
+                                     SAME_DELAY_FLOOR_MS), abs(d_pol - d_copa),
+            "copa_policer delay within 10% or 2 ms of copa's")
+    ksft_ge(len(modes), 1, "copa_policer mode sampled")
+    ksft_ge(MODE_POLICED - 1, max(modes, default=MODE_POLICED),
+            "no false policer detection")
+
+
+if __name__ == "__main__":
+    ksft_run([low_delay, delta_dial, policer_transparent])
