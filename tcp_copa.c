@@ -383,6 +383,9 @@ void copa_update(struct sock *sk, const struct rate_sample *rs)
 	struct copa *ca = inet_csk_ca(sk);
 	u32 target = 0;
 
+	/* The SYN-ACK can reach cong_control before init (7.x): no state. */
+	if (!ca->inv_delta)
+		return;
 	copa_update_rtt(sk, ca, rs);
 	copa_account_loss(ca, rs);
 	copa_update_round(sk, ca, rs);
