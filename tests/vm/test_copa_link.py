@@ -86,6 +86,26 @@ def describe_link(link):
     return ", ".join(parts)
 
 
+def print_series(result, index=0, every_s=1.0):
+    """Print flow ``index``'s samples every ``every_s`` seconds: goodput,
+    srtt, cwnd, bytes retransmitted since the previous line and (copa)
+    mode, so that a failure shows what the algorithm did."""
+    raw = result.flows[index].samples
+    modes = raw.get("mode") or [None] * len(raw["t"])
+    last_t, last_acked, last_retrans = None, None, None
+    for t, acked, retrans, rtt, cwnd, mode in zip(
+            raw["t"], raw["bytes_acked"], raw["bytes_retrans"],
+            raw["rtt_us"], raw["cwnd"], modes):
+        if last_t is not None and t - last_t < every_s - 0.05:
+            continue
+        if last_t is not None:
+            mbit = (acked - last_acked) * 8e-6 / (t - last_t)
+            ksft_pr(f"    t {t:5.1f} s: {mbit:6.2f} Mbit/s, srtt "
+                    f"{rtt / 1000:6.1f} ms, cwnd {cwnd:4}, retrans "
+                    f"{retrans - last_retrans:7} B, mode {mode}")
+        last_t, last_acked, last_retrans = t, acked, retrans
+
+
 def overhead(result, index=0):
     """Bytes retransmitted per byte acked of flow ``index`` (0 if none)."""
     return result.flows[index].retrans_overhead or 0.0

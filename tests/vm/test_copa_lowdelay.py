@@ -36,6 +36,7 @@ SAME_DELAY = 0.10               # relative ...
 SAME_DELAY_FLOOR_MS = 2.0       # ... or absolute, whichever is larger
 MODE_POLICED = 4
 
+
 def alone(cc, delta=None):
     """The run of ``cc`` alone on the low-delay link."""
     sysctls = {"net.ipv4.tcp_copa.delta": delta} if delta else None
@@ -86,8 +87,8 @@ def policer_transparent():
             f"{d_pol:.2f} ms; copa_policer modes seen {modes}")
     ksft_ge(SAME_THROUGHPUT * t_copa, abs(t_pol - t_copa),
             "copa_policer throughput within 10% of copa's")
-    ksft_ge(max(SAME_DELAY * d_copa,
-                                     SAME_DELAY_FLOOR_MS), abs(d_pol - d_copa),
+    ksft_ge(max(SAME_DELAY * d_copa, SAME_DELAY_FLOOR_MS),
+            abs(d_pol - d_copa),
             "copa_policer delay within 10% or 2 ms of copa's")
     ksft_ge(len(modes), 1, "copa_policer mode sampled")
     ksft_ge(MODE_POLICED - 1, max(modes, default=MODE_POLICED),

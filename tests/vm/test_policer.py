@@ -66,12 +66,14 @@ def policed_retransmits_less():
     pol, copa = overhead(policed("copa_policer")), overhead(policed("copa"))
     ksft_pr(f"overhead ratio copa_policer/copa: "
             f"{pol / copa if copa else float('inf'):.3f}")
-    ksft_ge(OVERHEAD_CUT * copa, pol, "copa_policer overhead <= 1/3 of copa's")
+    ksft_ge(OVERHEAD_CUT * copa, pol,
+            "copa_policer overhead <= 1/3 of copa's")
 
 
 def policed_keeps_goodput():
     """... without giving up goodput."""
-    pol, copa = throughput(policed("copa_policer")), throughput(policed("copa"))
+    pol = throughput(policed("copa_policer"))
+    copa = throughput(policed("copa"))
     ksft_pr(f"goodput copa_policer {pol:.2f}, copa {copa:.2f} Mbit/s")
     ksft_ge(pol, GOODPUT_KEPT * copa, "copa_policer goodput >= 90% of copa's")
 
@@ -83,7 +85,8 @@ def rolling_mean(series, seconds):
     out = []
     for end in times:
         if times and end - seconds >= times[0] - 0.05:
-            window = [r for t, r in zip(times, rates) if end - seconds < t <= end]
+            window = [r for t, r in zip(times, rates)
+                      if end - seconds < t <= end]
             out.append((end, sum(window) / len(window)))
     return out
 
