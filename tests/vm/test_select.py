@@ -20,16 +20,20 @@ the test adds copa to that list for the run, as an administrator would.
 The algorithm each flow ran with is observed from outside the sending
 process, through sock_diag (INET_DIAG_CONG): for the iperf3 flows by the
 lab's sampling of their data sockets (cc_observed, and copa's mode from its
-tcpvegas_info), for setcc by scripts/copa-diag --json run in its namespace
-every second while setcc sends, beside setcc's own
-getsockopt(TCP_CONGESTION). Each flow must also move at least MIN_BYTES.
+tcpvegas_info), for setcc by scripts/copa-diag's request and decoder on a
+sock_diag socket in its namespace, every second while setcc sends, beside
+setcc's own getsockopt(TCP_CONGESTION). Each flow must also move at least
+MIN_BYTES.
 
 Under TCG on a busy host the guest loses wall-clock time in whole seconds
 (its vCPUs are not scheduled while its clock runs on). The margins against
 that: setcc sends a fixed amount (SETCC_BYTES) rather than for a time, so
 it stays established until its data is through however slow the guest is;
-it runs and is observed in a thread of its own, so neither it nor the
-copa-diag runs hold up the lab's clock and sampling; the iperf3 flows run
+it runs and is observed in a thread of its own, so it does not hold up the
+lab's clock and sampling; copa-diag is loaded into the test rather than
+run as a program, since starting a Python process in the guest took up
+to 20 s on a loaded host (the guest reads its files from the host),
+longer than setcc's whole connection; the iperf3 flows run
 for RUN_S seconds, so even a guest that lost half of them moves several
 times MIN_BYTES; and a flow's data is counted by its receiver (iperf3's
 own total) as well as by the lab's last tcp_info sample, which a stalled
@@ -37,8 +41,11 @@ sampling loop takes early. The lab's cpu_busy and sampling lag are printed
 to tell such a run from a broken one.
 """
 
+import importlib.machinery
+import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -48,6 +55,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")]
 
+from copa_eval import netlink  # noqa: E402
 from copa_eval.lab import Flow, Link, RECEIVER_ADDR, run  # noqa: E402,E501
 from ksft import SETCC, KsftFailEx, KsftSkipEx, ksft_eq, ksft_ge, ksft_in, \
     ksft_pr, ksft_run, sysctl_saved, sysctl_set  # noqa: E402
@@ -102,11 +110,13 @@ class SetccFlow:
                  "copa", "--bytes", str(SETCC_BYTES), RECEIVER_ADDR,
                  str(SETCC_PORT)], stdout=subprocess.PIPE, text=True)
             # setcc prints only when its connection has ended.
-            while self.sender.poll() is None:
-                self.seen += [sock for sock in diag_sockets(topo.senders[0])
-                              if sock["dst"] ==
-                              f"{RECEIVER_ADDR}:{SETCC_PORT}"]
-                time.sleep(OBSERVE_EVERY_S)
+            with netlink.socket_in_netns(topo.senders[0],
+                                         copa_diag.NETLINK_SOCK_DIAG) as diag:
+                while self.sender.poll() is None:
+                    self.seen += [sock for sock in diag_sockets(diag)
+                                  if sock["dst"] ==
+                                  f"{RECEIVER_ADDR}:{SETCC_PORT}"]
+                    time.sleep(OBSERVE_EVERY_S)
             lines = self.sender.stdout.read().splitlines()
             self.report = json.loads(lines[-1]) if lines else {}
         except Exception as exc:    # reported by the cases
@@ -131,12 +141,23 @@ class SetccFlow:
                     proc.wait()
 
 
-def diag_sockets(netns):
-    """copa-diag --json --all in ``netns``: one dict per TCP socket."""
-    out = subprocess.run(["ip", "netns", "exec", netns, COPA_DIAG, "--json",
-                          "--all"], capture_output=True, text=True,
-                         check=True).stdout
-    return [json.loads(line) for line in out.splitlines()]
+def load_copa_diag():
+    """scripts/copa-diag as a module (the file has no .py suffix)."""
+    loader = importlib.machinery.SourceFileLoader("copa_diag", COPA_DIAG)
+    spec = importlib.util.spec_from_loader("copa_diag", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+copa_diag = load_copa_diag()
+
+
+def diag_sockets(sock):
+    """What copa-diag --json --all prints for IPv4, through ``sock``, a
+    NETLINK_SOCK_DIAG socket: one dict per TCP socket of its namespace."""
+    sock.send(copa_diag.request(socket.AF_INET))
+    return [copa_diag.decode(msg) for msg in copa_diag.messages(sock)]
 
 
 _run = {}
