@@ -19,10 +19,12 @@
  * five rounds, a buffer-filler shares the bottleneck: competitive mode then
  * grows 1/delta by one per round and halves it on a lossy round, never
  * letting delta exceed the configured value. The optional loss reaction
- * halves 1/delta on every lossy round, so that Copa's standing queue fits
- * a buffer shorter than 1/delta packets, and regrows it by 1/8 per clean
- * round, holding v at 1 meanwhile; when more than loss_reaction percent of
- * a two-round window was lost, it also cuts cwnd by 30%.
+ * ends slow start at the first loss, halving cwnd, and halves 1/delta on
+ * every lossy round, so that Copa's standing queue fits a buffer shorter
+ * than 1/delta packets. 1/delta regrows by 1/32 per clean round, with v
+ * held at 1 and pacing at 1.5 * cwnd / RTTstanding meanwhile; when more
+ * than loss_reaction percent of a two-round window was lost, it also cuts
+ * cwnd by 30%.
  */
 
 /* <net/tcp.h> first: 5.10's generic.h and inet_diag.h need struct net. */
@@ -47,9 +49,11 @@
 #define COPA_MIN_CWND		2	/* packets */
 #define COPA_INV_DELTA_MIN	COPA_UNIT		/* delta <= 1 */
 #define COPA_INV_DELTA_MAX	(1000U << COPA_SHIFT)	/* delta >= 0.001 */
-#define COPA_INV_DELTA_REGROW	(COPA_UNIT / 8)		/* per loss-free round */
+#define COPA_INV_DELTA_REGROW	(COPA_UNIT / 32)	/* per loss-free round */
 #define COPA_LOSS_CUT_NUM	7	/* loss reaction: cwnd *= 7/10 */
 #define COPA_LOSS_CUT_DEN	10
+#define COPA_PACE_PCT		200	/* pacing gain, percent of cwnd/RTT */
+#define COPA_PACE_LOSS_PCT	150	/* ... while 1/delta regrows */
 
 enum copa_dir {
 	COPA_FLAT,
@@ -203,7 +207,7 @@ static void copa_update_mode(const struct sock *sk, struct copa *ca)
  * (delta = 1) with the loss reaction on, down to the configured value in
  * competitive mode, not at all otherwise. A loss-free round adds 1 in
  * competitive mode; outside it, 1/delta regrows towards the configured
- * value by 1/8 (after a loss reaction) and never exceeds it.
+ * value by 1/32 (after a loss reaction) and never exceeds it.
  */
 static u32 copa_next_inv_delta(const struct copa *ca)
 {
@@ -274,8 +278,6 @@ static void copa_on_round(struct sock *sk, struct copa *ca)
 
 	copa_update_mode(sk, ca);
 	ca->inv_delta = copa_next_inv_delta(ca);
-	if (ca->slow_start && ca->round_loss && ca->loss_thresh)
-		copa_exit_slow_start(tp, ca);
 	if (copa_loss_window_exceeded(ca))
 		copa_cut_cwnd(sk, ca);
 	copa_update_velocity(ca, tcp_snd_cwnd(tp));
@@ -306,6 +308,21 @@ static void copa_set_cwnd_fp(struct sock *sk, struct copa *ca, u64 cwnd_fp)
 
 	tcp_snd_cwnd_set(tp, min_t(u64, cwnd, tp->snd_cwnd_clamp));
 	ca->cwnd_frac = cwnd_fp & (COPA_UNIT - 1);
+}
+
+/*
+ * Loss reaction: the first loss ends slow start at once, and halves cwnd
+ * back to the previous round's window, which the path carried.
+ */
+static void copa_end_slow_start_on_loss(struct sock *sk, struct copa *ca,
+					const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!ca->slow_start || rs->losses <= 0 || !ca->loss_thresh)
+		return;
+	copa_set_cwnd_fp(sk, ca, (u64)tcp_snd_cwnd(tp) << (COPA_SHIFT - 1));
+	copa_exit_slow_start(tp, ca);
 }
 
 /* Move cwnd for @acked packets; returns the target (COPA_UNIT scale). */
@@ -346,12 +363,20 @@ static void copa_set_pacing_rate(struct sock *sk, u64 rate)
 	WRITE_ONCE(sk->sk_pacing_rate, rate);
 }
 
-/* Pace at 2 * cwnd / RTTstanding (srtt, or 1 ms, before any sample). */
+/*
+ * Pace at 2 * cwnd / RTTstanding (srtt, or 1 ms, before any sample). After
+ * a loss reaction, until 1/delta has regrown, pace at 1.5 * cwnd / RTT:
+ * the path dropped packets, so its buffer may not absorb bursts at twice
+ * the rate.
+ */
 static void copa_pace_window(struct sock *sk, const struct copa *ca)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	u32 rtt = copa_win_min(&ca->rtt_standing);
-	u64 bytes = 2ULL * tcp_snd_cwnd(tp) * tp->mss_cache * USEC_PER_SEC;
+	u32 pct = ca->inv_delta < ca->inv_delta0 ? COPA_PACE_LOSS_PCT :
+						   COPA_PACE_PCT;
+	u64 bytes = (u64)pct * tcp_snd_cwnd(tp) * tp->mss_cache *
+		    (USEC_PER_SEC / 100);
 
 	if (!rtt)
 		rtt = tp->srtt_us ? copa_srtt_us(tp) : USEC_PER_MSEC;
@@ -388,6 +413,7 @@ void copa_update(struct sock *sk, const struct rate_sample *rs)
 		return;
 	copa_update_rtt(sk, ca, rs);
 	copa_account_loss(ca, rs);
+	copa_end_slow_start_on_loss(sk, ca, rs);
 	copa_update_round(sk, ca, rs);
 	if (ca->round_start)
 		copa_on_round(sk, ca);

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Copa on a FIFO shorter than its target queue.
+
+12 Mbit/s, 40 ms RTT, a 5-packet FIFO and delta 0.1: Copa aims at about
+1/delta = 10 packets of queue, which this buffer cannot hold, so without a
+reaction to loss it overflows every round. Each flow runs alone; the
+retransmission overhead is bytes_retrans / bytes_acked of the sender's
+tcp_info. copa with its default loss reaction (net.ipv4.tcp_copa.
+loss_reaction, 5%), and copa_policer, each retransmit at most twice what
+CUBIC retransmits on the same link.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from test_copa_link import Flow, Link, overhead, print_series, \
+    run_once  # noqa: E402
+from ksft import ksft_ge, ksft_pr, ksft_run  # noqa: E402
+
+SHALLOW_LINK = Link(rate_mbit=12, rtt_ms=40, buffer_pkts=5)
+SMALL_DELTA = {"net.ipv4.tcp_copa.delta": "0.1"}
+SHALLOW_OVERHEAD = 2.0          # copa / cubic retransmissions
+
+
+def shallow(name):
+    """The run of flow ``name`` alone on the shallow FIFO."""
+    flows = {"copa": Flow("copa", sysctls=SMALL_DELTA),
+             "copa_policer": Flow("copa_policer", sysctls=SMALL_DELTA),
+             "cubic": Flow("cubic")}
+    return run_once(f"{name}, 5-packet FIFO", SHALLOW_LINK, [flows[name]])
+
+
+def check_overhead(name):
+    mine, cubic = overhead(shallow(name)), overhead(shallow("cubic"))
+    for flow in (name, "cubic"):
+        ksft_pr(f"{flow} on the 5-packet FIFO, every second:")
+        print_series(shallow(flow))
+    ksft_pr(f"5-packet FIFO: {name} overhead {mine:.4f}, cubic {cubic:.4f},"
+            f" ratio {mine / cubic if cubic else float('inf'):.2f}")
+    ksft_ge(SHALLOW_OVERHEAD * cubic, mine, f"{name} overhead <= 2x cubic's")
+
+
+def shallow_copa_loss_reaction():
+    """copa's default loss reaction keeps retransmissions near CUBIC's."""
+    check_overhead("copa")
+
+
+def shallow_copa_policer():
+    """So does copa_policer (detection and the same loss reaction)."""
+    check_overhead("copa_policer")
+
+
+if __name__ == "__main__":
+    ksft_run([shallow_copa_loss_reaction, shallow_copa_policer])
