@@ -86,3 +86,27 @@ def test_plots_of_households_and_time_series(tmp_path):
     plots.timeseries(record, str(tmp_path / "timeseries.png"))
     for name in ("households.png", "timeseries.png"):
         assert (tmp_path / name).stat().st_size > 10000
+
+
+def test_readme_splice_replaces_only_the_bench_section():
+    from copa_eval import cli
+    text = (f"# Copa\nintro\n{cli.README_BEGIN}\nold table\n"
+            f"{cli.README_END}\nrest\n")
+    out = cli.splice_readme(text, "new table\n")
+    assert out == (f"# Copa\nintro\n{cli.README_BEGIN}\nnew table\n"
+                   f"{cli.README_END}\nrest\n")
+    assert cli.splice_readme(out, "new table\n") == out
+
+
+def test_readme_splice_needs_both_markers():
+    from copa_eval import cli
+    with pytest.raises(ValueError, match="bench"):
+        cli.splice_readme(f"{cli.README_END}\n{cli.README_BEGIN}\n", "x")
+    with pytest.raises(ValueError, match="bench"):
+        cli.splice_readme("no markers\n", "x")
+
+
+def test_readme_has_the_bench_section():
+    from copa_eval import cli
+    with open(cli.README) as f:
+        cli.splice_readme(f.read(), "x\n")
