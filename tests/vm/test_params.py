@@ -7,10 +7,11 @@ namespace starts from the module parameters, and a new socket takes its
 namespace's values while an open one keeps the values it started with."""
 
 import os
+import time
 
-from ksft import (NetNS, errno_name, in_netns, ksft_eq, ksft_pr, ksft_run,
-                  load_copa, read_text, sysctl_get, sysctl_path, sysctl_set,
-                  write_errno, write_text)
+from ksft import (KsftSkipEx, NetNS, bg, cmd, errno_name, in_netns, ksft_eq,
+                  ksft_pr, ksft_run, load_copa, read_text, sysctl_get,
+                  sysctl_path, sysctl_set, veth_pair, write_errno, write_text)
 
 # module -> parameter -> (valid writes with their read-back, invalid writes)
 # An empty write is "\n", as echo and sysctl -w name= send it.
@@ -35,6 +36,7 @@ PARAMS = {
                         ["0", "256", "-1", "x", "", "4294967296"]),
     },
 }
+TRACE = "/sys/kernel/tracing"
 
 
 def param_path(module, name):
@@ -126,5 +128,61 @@ def new_netns_starts_from_module_params():
                 write_text(param_path(*key), value)
 
 
+def trace_events(text):
+    """copa_update events as (dport, delta_milli, mode) tuples."""
+    events = []
+    for line in text.splitlines():
+        if "copa_update:" not in line:
+            continue
+        fields = dict(f.split("=", 1) for f in line.split("copa_update:")[1].split())
+        events.append((int(fields["dport"]), int(fields["delta_milli"]),
+                       int(fields["mode"])))
+    return events
+
+
+def copa_sysctls(ns, delta):
+    """delta in ns, with competitive mode and loss reaction off so that
+    the socket's delta stays the configured one."""
+    sysctl_set("net.ipv4.tcp_copa.delta", delta, ns)
+    sysctl_set("net.ipv4.tcp_copa.competitive", 0, ns)
+    sysctl_set("net.ipv4.tcp_copa.loss_reaction", 0, ns)
+
+
+def sockets_snapshot_netns_values():
+    """A socket runs with its namespace's delta as it was at connect:
+    port 5501 starts at 0.04 and keeps it after the sysctl changes to
+    0.25, port 5502 connects after the change and runs with 0.25."""
+    load_copa()
+    if not os.path.isdir(f"{TRACE}/events/copa/copa_update"):
+        raise KsftSkipEx("no copa_update tracepoint")
+    with NetNS() as snd, NetNS() as rcv:
+        veth_pair(snd, rcv)
+        copa_sysctls(snd, "0.04")
+        with bg(["tests/setcc", "--sink", 5501], ns=rcv) as s1, \
+                bg(["tests/setcc", "--sink", 5502], ns=rcv) as s2:
+            s1.stdout.readline()
+            s2.stdout.readline()
+            open(f"{TRACE}/trace", "w").close()  # O_TRUNC clears the buffer
+            write_text(f"{TRACE}/events/copa/copa_update/enable", "1")
+            try:
+                with bg(["tests/setcc", "--cc", "copa", "--time", 3,
+                         "--rate", 200000, "10.0.0.2", 5501], ns=snd) as old:
+                    time.sleep(1)
+                    sysctl_set("net.ipv4.tcp_copa.delta", "0.25", snd)
+                    cmd(["tests/setcc", "--cc", "copa", "--bytes", 300000,
+                         "10.0.0.2", 5502], ns=snd)
+                    old.wait(timeout=60)
+                    ksft_eq(old.returncode, 0)
+            finally:
+                write_text(f"{TRACE}/events/copa/copa_update/enable", "0")
+            events = trace_events(read_text(f"{TRACE}/trace"))
+    deltas = {port: sorted({d for p, d, _ in events if p == port})
+              for port in (5501, 5502)}
+    ksft_pr("delta_milli seen per port:", deltas)
+    ksft_eq(deltas[5501], [40], "the older socket keeps delta 0.04")
+    ksft_eq(deltas[5502], [250], "the newer socket has delta 0.25")
+
+
 ksft_run([module_params, sysctls_init_net, sysctls_in_netns,
-          netns_independent, new_netns_starts_from_module_params])
+          netns_independent, new_netns_starts_from_module_params,
+          sockets_snapshot_netns_values])
