@@ -164,7 +164,7 @@ def ratio_table(ratios):
              "|" + "|".join("---" for _ in head) + "|"]
     for r in ratios:
         lines.append("| " + " | ".join(
-            str(r[k]) if k in ("case", "variant") else _fmt(r[k], 2)
+            r[k] if isinstance(r[k], str) else _fmt(r[k], 2)
             for k in head) + " |")
     return "\n".join(lines)
 

@@ -110,3 +110,11 @@ def test_readme_has_the_bench_section():
     from copa_eval import cli
     with open(cli.README) as f:
         cli.splice_readme(f.read(), "x\n")
+
+
+def test_bench_summary_keeps_text_columns():
+    from copa_eval import cli
+    rows = [{"scenario": "loss", "case": "loss_pct=1", "variant": "copa",
+             "throughput / cubic": 2.5, "retrans / cubic": None}]
+    text = cli.summary_markdown("head", rows)
+    assert "| loss | loss_pct=1 | copa | 2.50 | - |" in text
