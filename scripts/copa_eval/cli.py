@@ -184,7 +184,8 @@ def cmd_bench(args):
         summary += [{"scenario": scenario.name, **r}
                     for r in report.headline_ratios(agg)]
         print(sections[-1], flush=True)
-    head = bench_head(time.monotonic() - t0)
+    span = runs_span_s([os.path.join(outdir, sc.name) for sc in plan])
+    head = bench_head(span or time.monotonic() - t0)
     with open(os.path.join(outdir, "bench.md"), "w") as f:
         f.write(bench_markdown(head, sections))
     with open(os.path.join(outdir, "summary.md"), "w") as f:
@@ -200,6 +201,21 @@ def bench_section(scenario, agg):
         report.markdown_table(agg, ("case", "variant")), "",
         "Headline figures as ratios against cubic and bbr in the same "
         "case:" if ratios else "", "", ratios, ""])
+
+
+def runs_span_s(outdirs):
+    """Seconds from the first run's start to the last run's end over the
+    results directories (a resumed bench spans its earlier sessions)."""
+    spans = []
+    for outdir in outdirs:
+        for rec in report.load_records(outdir):
+            start = datetime.datetime.fromisoformat(rec["started"])
+            spans.append((start, start + datetime.timedelta(
+                seconds=rec.get("wall_s", 0))))
+    if not spans:
+        return None
+    return (max(e for _, e in spans) - min(s for s, _ in spans)) \
+        .total_seconds()
 
 
 def bench_head(seconds):

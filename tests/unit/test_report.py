@@ -118,3 +118,15 @@ def test_bench_summary_keeps_text_columns():
              "throughput / cubic": 2.5, "retrans / cubic": None}]
     text = cli.summary_markdown("head", rows)
     assert "| loss | loss_pct=1 | copa | 2.50 | - |" in text
+
+
+def test_bench_span_covers_every_run(tmp_path):
+    from copa_eval import cli
+    for i, (started, wall) in enumerate([("2026-01-01T10:00:00", 20),
+                                         ("2026-01-01T10:30:00", 40)]):
+        run = tmp_path / "sc" / "runs" / f"r{i}"
+        run.mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps(
+            {"started": started, "wall_s": wall, "seq": i}))
+    assert cli.runs_span_s([str(tmp_path / "sc")]) == 30 * 60 + 40
+    assert cli.runs_span_s([str(tmp_path / "none")]) is None
