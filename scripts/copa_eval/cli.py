@@ -173,7 +173,7 @@ def cmd_bench(args):
     total = sum(len(runner.plan(s)) for s in plan)
     progress = runner.Progress(total)
     plot = plots_wanted(args)
-    t0 = time.monotonic()
+    t0, revision = time.monotonic(), runner.git_revision()
     sections, summary = [], []
     for scenario in plan:
         sub = os.path.join(outdir, scenario.name)
@@ -184,7 +184,7 @@ def cmd_bench(args):
         summary += [{"scenario": scenario.name, **r}
                     for r in report.headline_ratios(agg)]
         print(sections[-1], flush=True)
-    head = bench_head(time.monotonic() - t0)
+    head = bench_head(revision, time.monotonic() - t0)
     with open(os.path.join(outdir, "bench.md"), "w") as f:
         f.write(bench_markdown(head, sections))
     with open(os.path.join(outdir, "summary.md"), "w") as f:
@@ -202,11 +202,12 @@ def bench_section(scenario, agg):
         "case:" if ratios else "", "", ratios, ""])
 
 
-def bench_head(seconds):
-    """The line naming the command, date, kernel, revision and duration."""
+def bench_head(revision, seconds):
+    """The line naming the command, date, kernel, the revision measured
+    (taken when the run started) and the duration."""
     return (f"Command: `make bench` (`scripts/copa-eval --vm bench`), "
             f"{datetime.date.today().isoformat()}, kernel "
-            f"{os.uname().release}, git {runner.git_revision()}, "
+            f"{os.uname().release}, git {revision}, "
             f"{seconds / 60:.0f} min. Scenario files: scripts/scenarios/; "
             f"the set: scripts/scenarios/bench.toml.")
 
