@@ -13,7 +13,8 @@
  * intervals whose delivery rates agree within rate_tol percent (or
  * 4 kbit/s) mean a policer: Copa is then held at their mean rate, pacing
  * at it with a window of twice its BDP, for hold_rounds rounds. Afterwards
- * Copa probes again; if the policer is gone, it stays normal Copa.
+ * Copa probes again from its configured delta; if the policer is gone, it
+ * stays normal Copa.
  * Application-limited samples, a timeout or an interval without enough
  * loss restart the sampling.
  */
@@ -122,11 +123,16 @@ static void policer_hold(struct copa_policer *cp, u32 rate)
 	policer_reset(cp);
 }
 
-/* Count down the hold; when it ends Copa probes again. */
+/*
+ * Count down the hold. When it ends Copa probes again, from its configured
+ * delta: the hold, not the loss reaction, answered the policer's losses.
+ */
 static void policer_count_hold(struct copa_policer *cp)
 {
-	if (cp->copa.round_start && --cp->hold_left == 0)
+	if (cp->copa.round_start && --cp->hold_left == 0) {
 		cp->copa.hold_rate = 0;
+		cp->copa.inv_delta = cp->copa.inv_delta0;
+	}
 }
 
 /* Close the interval at this loss: hold, or remember its rate. */

@@ -173,7 +173,7 @@ def cmd_bench(args):
     total = sum(len(runner.plan(s)) for s in plan)
     progress = runner.Progress(total)
     plot = plots_wanted(args)
-    t0 = time.monotonic()
+    t0, revision = time.monotonic(), runner.git_revision()
     sections, summary = [], []
     for scenario in plan:
         sub = os.path.join(outdir, scenario.name)
@@ -185,7 +185,7 @@ def cmd_bench(args):
                     for r in report.headline_ratios(agg)]
         print(sections[-1], flush=True)
     span = runs_span_s([os.path.join(outdir, sc.name) for sc in plan])
-    head = bench_head(span or time.monotonic() - t0)
+    head = bench_head(revision, span or time.monotonic() - t0)
     with open(os.path.join(outdir, "bench.md"), "w") as f:
         f.write(bench_markdown(head, sections))
     with open(os.path.join(outdir, "summary.md"), "w") as f:
@@ -218,11 +218,12 @@ def runs_span_s(outdirs):
         .total_seconds()
 
 
-def bench_head(seconds):
-    """The line naming the command, date, kernel, revision and duration."""
+def bench_head(revision, seconds):
+    """The line naming the command, date, kernel, the revision measured
+    (taken when the run started) and the duration."""
     return (f"Command: `make bench` (`scripts/copa-eval --vm bench`), "
             f"{datetime.date.today().isoformat()}, kernel "
-            f"{os.uname().release}, git {runner.git_revision()}, "
+            f"{os.uname().release}, git {revision}, "
             f"{seconds / 60:.0f} min. Scenario files: scripts/scenarios/; "
             f"the set: scripts/scenarios/bench.toml.")
 
