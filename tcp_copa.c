@@ -224,6 +224,12 @@ static u32 copa_next_inv_delta(const struct copa *ca)
 	return min(inv + COPA_INV_DELTA_REGROW, ca->inv_delta0);
 }
 
+/* Is 1/delta still regrowing after a loss reaction? */
+static bool copa_regrowing(const struct copa *ca)
+{
+	return ca->inv_delta < ca->inv_delta0;
+}
+
 static void copa_exit_slow_start(struct tcp_sock *tp, struct copa *ca)
 {
 	ca->slow_start = 0;
@@ -282,7 +288,7 @@ static void copa_on_round(struct sock *sk, struct copa *ca)
 		copa_cut_cwnd(sk, ca);
 	copa_update_velocity(ca, tcp_snd_cwnd(tp));
 	/* Until a loss reaction's 1/delta has regrown, do not accelerate. */
-	if (ca->inv_delta < ca->inv_delta0)
+	if (copa_regrowing(ca))
 		ca->velocity = 1;
 	ca->round_loss = 0;
 }
@@ -373,8 +379,7 @@ static void copa_pace_window(struct sock *sk, const struct copa *ca)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	u32 rtt = copa_win_min(&ca->rtt_standing);
-	u32 pct = ca->inv_delta < ca->inv_delta0 ? COPA_PACE_LOSS_PCT :
-						   COPA_PACE_PCT;
+	u32 pct = copa_regrowing(ca) ? COPA_PACE_LOSS_PCT : COPA_PACE_PCT;
 	u64 bytes = (u64)pct * tcp_snd_cwnd(tp) * tp->mss_cache *
 		    (USEC_PER_SEC / 100);
 
