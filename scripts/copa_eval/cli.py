@@ -174,18 +174,19 @@ def cmd_bench(args):
     progress = runner.Progress(total)
     plot = plots_wanted(args)
     t0, revision = time.monotonic(), runner.git_revision()
-    sections, summary = [], []
+    sections, summary, records = [], [], []
     for scenario in plan:
         sub = os.path.join(outdir, scenario.name)
         runner.prepare(scenario, sub, command_line())
         runner.execute(scenario, sub, progress, plot=plot)
-        _, _, agg = report.write_reports(sub, plot=plot)
-        sections.append(bench_section(scenario, agg))
-        summary += [{"scenario": scenario.name, **r}
-                    for r in report.headline_ratios(agg)]
+        recs, _, agg = report.write_reports(sub, plot=plot)
+        ratios = report.headline_ratios(agg)
+        records += recs
+        sections.append(bench_section(scenario, agg, ratios))
+        summary += [{"scenario": scenario.name, **r} for r in ratios]
         print(sections[-1], flush=True)
-    span = runs_span_s([os.path.join(outdir, sc.name) for sc in plan])
-    head = bench_head(revision, span or time.monotonic() - t0)
+    head = bench_head(revision,
+                      runs_span_s(records) or time.monotonic() - t0)
     with open(os.path.join(outdir, "bench.md"), "w") as f:
         f.write(bench_markdown(head, sections))
     with open(os.path.join(outdir, "summary.md"), "w") as f:
@@ -194,8 +195,8 @@ def cmd_bench(args):
     print(f"results: {outdir}")
 
 
-def bench_section(scenario, agg):
-    ratios = report.ratio_table(report.headline_ratios(agg))
+def bench_section(scenario, agg, ratios):
+    ratios = report.ratio_table(ratios)
     return "\n".join([
         f"### {scenario.name}", "", scenario.description, "",
         report.markdown_table(agg, ("case", "variant")), "",
@@ -203,15 +204,14 @@ def bench_section(scenario, agg):
         "case:" if ratios else "", "", ratios, ""])
 
 
-def runs_span_s(outdirs):
-    """Seconds from the first run's start to the last run's end over the
-    results directories (a resumed bench spans its earlier sessions)."""
+def runs_span_s(records):
+    """Seconds from the first run's start to the last run's end (a resumed
+    bench spans its earlier sessions); None without runs."""
     spans = []
-    for outdir in outdirs:
-        for rec in report.load_records(outdir):
-            start = datetime.datetime.fromisoformat(rec["started"])
-            spans.append((start, start + datetime.timedelta(
-                seconds=rec.get("wall_s", 0))))
+    for rec in records:
+        start = datetime.datetime.fromisoformat(rec["started"])
+        spans.append((start, start + datetime.timedelta(
+            seconds=rec.get("wall_s", 0))))
     if not spans:
         return None
     return (max(e for _, e in spans) - min(s for s, _ in spans)) \
