@@ -22,7 +22,7 @@
  * ends slow start at the first loss, halving cwnd, and halves 1/delta on
  * every lossy round, so that Copa's standing queue fits a buffer shorter
  * than 1/delta packets. 1/delta regrows by 1/32 per clean round, with v
- * held at 1 and pacing at 1.5 * cwnd / RTTstanding meanwhile; when more
+ * held at 1 and pacing at 1 * cwnd / RTTstanding meanwhile; when more
  * than loss_reaction percent of a two-round window was lost, it also cuts
  * cwnd by 30%.
  */
@@ -53,7 +53,7 @@
 #define COPA_LOSS_CUT_NUM	7	/* loss reaction: cwnd *= 7/10 */
 #define COPA_LOSS_CUT_DEN	10
 #define COPA_PACE_PCT		200	/* pacing gain, percent of cwnd/RTT */
-#define COPA_PACE_LOSS_PCT	150	/* ... while 1/delta regrows */
+#define COPA_PACE_LOSS_PCT	100	/* ... while 1/delta regrows */
 
 enum copa_dir {
 	COPA_FLAT,
@@ -371,9 +371,10 @@ static void copa_set_pacing_rate(struct sock *sk, u64 rate)
 
 /*
  * Pace at 2 * cwnd / RTTstanding (srtt, or 1 ms, before any sample). After
- * a loss reaction, until 1/delta has regrown, pace at 1.5 * cwnd / RTT:
- * the path dropped packets, so its buffer may not absorb bursts at twice
- * the rate.
+ * a loss reaction, until 1/delta has regrown, pace at cwnd / RTTstanding:
+ * the path dropped packets, so its buffer may not absorb a burst sent
+ * faster than the window drains. Since RTTstanding <= srtt, this rate
+ * still lets the whole window out within one round.
  */
 static void copa_pace_window(struct sock *sk, const struct copa *ca)
 {
