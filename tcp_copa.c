@@ -20,11 +20,11 @@
  * grows 1/delta by one per round and halves it on a lossy round, never
  * letting delta exceed the configured value. The optional loss reaction
  * ends slow start at the first loss, halving cwnd, and halves 1/delta on
- * every lossy round, so that Copa's standing queue fits a buffer shorter
- * than 1/delta packets. 1/delta regrows by 1/32 per clean round, with v
- * held at 1 and pacing at 1 * cwnd / RTTstanding meanwhile; when more
- * than loss_reaction percent of a two-round window was lost, it also cuts
- * cwnd by 30%.
+ * every round that lost more than loss_reaction / 4 percent, so that
+ * Copa's standing queue fits a buffer shorter than 1/delta packets.
+ * 1/delta regrows by 1/32 per clean round, with v held at 1 and pacing at
+ * 1 * cwnd / RTTstanding meanwhile; when more than loss_reaction percent
+ * of a two-round window was lost, it also cuts cwnd by 30%.
  */
 
 /* <net/tcp.h> first: 5.10's generic.h and inet_diag.h need struct net. */
@@ -50,6 +50,7 @@
 #define COPA_INV_DELTA_MIN	COPA_UNIT		/* delta <= 1 */
 #define COPA_INV_DELTA_MAX	(1000U << COPA_SHIFT)	/* delta >= 0.001 */
 #define COPA_INV_DELTA_REGROW	(COPA_UNIT / 32)	/* per loss-free round */
+#define COPA_LIGHT_LOSS_DIV	4	/* halve 1/delta above thresh/4 % */
 #define COPA_LOSS_CUT_NUM	7	/* loss reaction: cwnd *= 7/10 */
 #define COPA_LOSS_CUT_DEN	10
 #define COPA_PACE_PCT		200	/* pacing gain, percent of cwnd/RTT */
@@ -203,17 +204,32 @@ static void copa_update_mode(const struct sock *sk, struct copa *ca)
 }
 
 /*
+ * Did this round lose more than loss_thresh / 4 % of the packets of the
+ * loss window so far? Lighter random loss is left to the delay rule, as
+ * in the paper; an overflowing buffer or a policer loses more.
+ */
+static bool copa_round_lossy(const struct copa *ca)
+{
+	u64 lost = ca->loss_lost;
+	u64 total = lost + ca->loss_delivered;
+
+	return ca->round_loss &&
+	       lost * 100 * COPA_LIGHT_LOSS_DIV > ca->loss_thresh * total;
+}
+
+/*
  * AIMD on 1/delta, once per round. A lossy round halves 1/delta: down to 1
- * (delta = 1) with the loss reaction on, down to the configured value in
- * competitive mode, not at all otherwise. A loss-free round adds 1 in
- * competitive mode; outside it, 1/delta regrows towards the configured
- * value by 1/32 (after a loss reaction) and never exceeds it.
+ * (delta = 1) with the loss reaction on, if it lost enough; down to the
+ * configured value in competitive mode; not at all otherwise. A loss-free
+ * round adds 1 in competitive mode; outside it, 1/delta regrows towards
+ * the configured value by 1/32 (after a loss reaction) and never exceeds
+ * it.
  */
 static u32 copa_next_inv_delta(const struct copa *ca)
 {
 	u32 inv = ca->inv_delta;
 
-	if (ca->round_loss && ca->loss_thresh)
+	if (ca->loss_thresh && copa_round_lossy(ca))
 		return max(inv / 2, COPA_INV_DELTA_MIN);
 	if (ca->round_loss && ca->competitive)
 		return max(inv / 2, ca->inv_delta0);
