@@ -320,3 +320,45 @@ def setcc(args, ns=None, check=True, timeout=120):
 
 def errno_name(num):
     return errno.errorcode.get(num, str(num))
+
+
+COPA_EVENT = "/sys/kernel/tracing/events/copa/copa_update"
+
+
+def copa_trace_events(text):
+    """copa_update events of a trace buffer as (dport, delta_milli, mode)
+    tuples."""
+    events = []
+    for line in text.splitlines():
+        if "copa_update:" not in line:
+            continue
+        fields = dict(f.split("=", 1)
+                      for f in line.split("copa_update:")[1].split())
+        events.append((int(fields["dport"]), int(fields["delta_milli"]),
+                       int(fields["mode"])))
+    return events
+
+
+@contextlib.contextmanager
+def copa_traced(buffer_kb=None):
+    """Record the copa_update tracepoint while the block runs (skip if the
+    module has none). Yields a list that holds the events, as
+    copa_trace_events() returns them, once the block has ended."""
+    if not os.path.isdir(COPA_EVENT):
+        raise KsftSkipEx("no copa_update tracepoint")
+    tracing = os.path.dirname(os.path.dirname(os.path.dirname(COPA_EVENT)))
+    size_path = os.path.join(tracing, "buffer_size_kb")
+    # "7 (expanded: 1408)" until the buffer is first used
+    old_size = read_text(size_path).split("expanded: ")[-1].rstrip(")")
+    events = []
+    if buffer_kb:
+        write_text(size_path, str(buffer_kb))
+    open(os.path.join(tracing, "trace"), "w").close()  # O_TRUNC clears it
+    write_text(os.path.join(COPA_EVENT, "enable"), "1")
+    try:
+        yield events
+    finally:
+        write_text(os.path.join(COPA_EVENT, "enable"), "0")
+        events.extend(copa_trace_events(
+            read_text(os.path.join(tracing, "trace"))))
+        write_text(size_path, old_size)

@@ -12,9 +12,13 @@ iperf3 flow of scripts/copa_eval/lab.py sampled through sock_diag.
 - random_loss: 1% random loss on a 20 Mbit/s, 40 ms link. Copa alone moves
   at least twice CUBIC's throughput alone (loss_reaction's 5% threshold is
   far above 1%; CUBIC halves on every loss).
-
-Every figure is printed as a "# " diagnostic, with the guest's CPU load and
-the lab's sampling lag, so that a failure on a busy host shows as such.
+- light_loss_keeps_delta: 0.5% random loss on a 10 Mbit/s, 100 ms link
+  (86-packet BDP, under half a loss per round), with loss_reaction=20: a
+  round must lose more than 20 / 4 = 5% to raise delta, which this loss
+  rate almost never reaches once slow start is over (the first third of
+  the tracepoint's events). Delta may be raised in at most a tenth of the
+  other events; raising it on every lossy round, as before, kept it
+  raised in nearly all of them.
 """
 
 import os
@@ -25,7 +29,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")]
 
 from copa_eval.lab import Flow, Link, run  # noqa: E402
-from ksft import KsftFailEx, ksft_ge, ksft_pr, ksft_run  # noqa: E402
+from ksft import KsftFailEx, copa_traced, ksft_ge, ksft_pr, \
+    ksft_run  # noqa: E402
 
 RUN_S = 20
 COMPETE_LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=2)
@@ -34,6 +39,11 @@ COMPETE_MIN_SHARE = 0.25        # of the link rate, competitive mode on
 COMPETE_GAIN = 1.2              # on / off, relative ...
 COMPETE_GAIN_MBIT = 1.0         # ... and absolute
 LOSS_ADVANTAGE = 2.0            # copa / cubic at 1% random loss
+LIGHT_LOSS_LINK = Link(rate_mbit=10, rtt_ms=100, buffer_bdp=1, loss_pct=0.5)
+LIGHT_LOSS_REACTION = {"net.ipv4.tcp_copa.loss_reaction": "20"}
+LIGHT_LOSS_SETTLE = 1 / 3       # share of events until slow start is over
+LIGHT_LOSS_RAISED = 0.1         # max share of events with a raised delta
+DEFAULT_DELTA_MILLI = 500
 
 
 def run_and_report(label, link, flows, duration_s=RUN_S, events=None):
@@ -149,5 +159,20 @@ def random_loss():
     ksft_ge(copa, LOSS_ADVANTAGE * cubic, "copa >= 2x cubic at 1% loss")
 
 
+def light_loss_keeps_delta():
+    """Light random loss on a long path leaves delta alone."""
+    with copa_traced(buffer_kb=16384) as events:
+        res = run_and_report("copa:loss_reaction=20, 0.5% loss",
+                             LIGHT_LOSS_LINK,
+                             [Flow("copa", sysctls=LIGHT_LOSS_REACTION)])
+    settled = events[int(len(events) * LIGHT_LOSS_SETTLE):]
+    raised = sum(d > DEFAULT_DELTA_MILLI for _, d, _ in settled)
+    share = raised / len(settled) if settled else 1.0
+    ksft_pr(f"throughput {throughput(res):.2f} Mbit/s; delta above "
+            f"{DEFAULT_DELTA_MILLI / 1000} in {raised} of {len(settled)} "
+            f"events after the first third ({share:.3f})")
+    ksft_ge(LIGHT_LOSS_RAISED, share, "delta raised in at most a tenth")
+
+
 if __name__ == "__main__":
-    ksft_run([competitive, random_loss])
+    ksft_run([competitive, random_loss, light_loss_keeps_delta])

@@ -6,12 +6,12 @@ fail with EINVAL and change nothing, namespaces are independent, a new
 namespace starts from the module parameters, and a new socket takes its
 namespace's values while an open one keeps the values it started with."""
 
-import os
 import time
 
-from ksft import (KsftSkipEx, NetNS, bg, cmd, errno_name, in_netns, ksft_eq,
-                  ksft_pr, ksft_run, load_copa, read_text, sysctl_get,
-                  sysctl_path, sysctl_set, veth_pair, write_errno, write_text)
+from ksft import (NetNS, bg, cmd, copa_traced, errno_name, in_netns,
+                  ksft_eq, ksft_pr, ksft_run, load_copa, read_text,
+                  sysctl_get, sysctl_path, sysctl_set, veth_pair,
+                  write_errno, write_text)
 
 # module -> parameter -> (valid writes with their read-back, invalid writes)
 # An empty write is "\n", as echo and sysctl -w name= send it.
@@ -36,7 +36,6 @@ PARAMS = {
                         ["0", "256", "-1", "x", "", "4294967296"]),
     },
 }
-TRACE = "/sys/kernel/tracing"
 
 
 def param_path(module, name):
@@ -128,18 +127,6 @@ def new_netns_starts_from_module_params():
                 write_text(param_path(*key), value)
 
 
-def trace_events(text):
-    """copa_update events as (dport, delta_milli, mode) tuples."""
-    events = []
-    for line in text.splitlines():
-        if "copa_update:" not in line:
-            continue
-        fields = dict(f.split("=", 1) for f in line.split("copa_update:")[1].split())
-        events.append((int(fields["dport"]), int(fields["delta_milli"]),
-                       int(fields["mode"])))
-    return events
-
-
 def copa_sysctls(ns, delta):
     """delta in ns, with competitive mode and loss reaction off so that
     the socket's delta stays the configured one."""
@@ -153,8 +140,6 @@ def sockets_snapshot_netns_values():
     port 5501 starts at 0.04 and keeps it after the sysctl changes to
     0.25, port 5502 connects after the change and runs with 0.25."""
     load_copa()
-    if not os.path.isdir(f"{TRACE}/events/copa/copa_update"):
-        raise KsftSkipEx("no copa_update tracepoint")
     with NetNS() as snd, NetNS() as rcv:
         veth_pair(snd, rcv)
         copa_sysctls(snd, "0.04")
@@ -162,20 +147,15 @@ def sockets_snapshot_netns_values():
                 bg(["tests/setcc", "--sink", 5502], ns=rcv) as s2:
             s1.stdout.readline()
             s2.stdout.readline()
-            open(f"{TRACE}/trace", "w").close()  # O_TRUNC clears the buffer
-            write_text(f"{TRACE}/events/copa/copa_update/enable", "1")
-            try:
-                with bg(["tests/setcc", "--cc", "copa", "--time", 3,
-                         "--rate", 200000, "10.0.0.2", 5501], ns=snd) as old:
-                    time.sleep(1)
-                    sysctl_set("net.ipv4.tcp_copa.delta", "0.25", snd)
-                    cmd(["tests/setcc", "--cc", "copa", "--bytes", 300000,
-                         "10.0.0.2", 5502], ns=snd)
-                    old.wait(timeout=60)
-                    ksft_eq(old.returncode, 0)
-            finally:
-                write_text(f"{TRACE}/events/copa/copa_update/enable", "0")
-            events = trace_events(read_text(f"{TRACE}/trace"))
+            with copa_traced() as events, \
+                    bg(["tests/setcc", "--cc", "copa", "--time", 3,
+                        "--rate", 200000, "10.0.0.2", 5501], ns=snd) as old:
+                time.sleep(1)
+                sysctl_set("net.ipv4.tcp_copa.delta", "0.25", snd)
+                cmd(["tests/setcc", "--cc", "copa", "--bytes", 300000,
+                     "10.0.0.2", 5502], ns=snd)
+                old.wait(timeout=60)
+                ksft_eq(old.returncode, 0)
     deltas = {port: sorted({d for p, d, _ in events if p == port})
               for port in (5501, 5502)}
     ksft_pr("delta_milli seen per port:", deltas)
