@@ -178,20 +178,29 @@ static void copa_account_loss(struct copa *ca, const struct rate_sample *rs)
 	ca->loss_delivered += rs->acked_sacked;
 }
 
+/* Was more than loss_thresh / @div % of the loss window so far lost? */
+static bool copa_window_lost_over(const struct copa *ca, u32 div)
+{
+	u64 lost = ca->loss_lost;
+
+	return lost * 100 * div >
+	       (u64)ca->loss_thresh * (lost + ca->loss_delivered);
+}
+
 /* Did more than loss_thresh % of a two-round window get lost? */
 static bool copa_loss_window_exceeded(struct copa *ca)
 {
-	u64 lost = ca->loss_lost;
-	u64 total = lost + ca->loss_delivered;
+	bool over;
 
 	if (!ca->loss_second) {
 		ca->loss_second = 1;
 		return false;
 	}
+	over = ca->loss_thresh && copa_window_lost_over(ca, 1);
 	ca->loss_second = 0;
 	ca->loss_lost = 0;
 	ca->loss_delivered = 0;
-	return ca->loss_thresh && lost * 100 > ca->loss_thresh * total;
+	return over;
 }
 
 static void copa_update_mode(const struct sock *sk, struct copa *ca)
@@ -210,11 +219,8 @@ static void copa_update_mode(const struct sock *sk, struct copa *ca)
  */
 static bool copa_round_lossy(const struct copa *ca)
 {
-	u64 lost = ca->loss_lost;
-	u64 total = lost + ca->loss_delivered;
-
 	return ca->round_loss &&
-	       lost * 100 * COPA_LIGHT_LOSS_DIV > ca->loss_thresh * total;
+	       copa_window_lost_over(ca, COPA_LIGHT_LOSS_DIV);
 }
 
 /*

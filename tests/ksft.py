@@ -322,7 +322,8 @@ def errno_name(num):
     return errno.errorcode.get(num, str(num))
 
 
-COPA_EVENT = "/sys/kernel/tracing/events/copa/copa_update"
+TRACING = "/sys/kernel/tracing"
+COPA_EVENT = os.path.join(TRACING, "events/copa/copa_update")
 
 
 def copa_trace_events(text):
@@ -346,19 +347,18 @@ def copa_traced(buffer_kb=None):
     copa_trace_events() returns them, once the block has ended."""
     if not os.path.isdir(COPA_EVENT):
         raise KsftSkipEx("no copa_update tracepoint")
-    tracing = os.path.dirname(os.path.dirname(os.path.dirname(COPA_EVENT)))
-    size_path = os.path.join(tracing, "buffer_size_kb")
+    size_path = os.path.join(TRACING, "buffer_size_kb")
     # "7 (expanded: 1408)" until the buffer is first used
     old_size = read_text(size_path).split("expanded: ")[-1].rstrip(")")
     events = []
     if buffer_kb:
         write_text(size_path, str(buffer_kb))
-    open(os.path.join(tracing, "trace"), "w").close()  # O_TRUNC clears it
+    open(os.path.join(TRACING, "trace"), "w").close()  # O_TRUNC clears it
     write_text(os.path.join(COPA_EVENT, "enable"), "1")
     try:
         yield events
     finally:
         write_text(os.path.join(COPA_EVENT, "enable"), "0")
         events.extend(copa_trace_events(
-            read_text(os.path.join(tracing, "trace"))))
+            read_text(os.path.join(TRACING, "trace"))))
         write_text(size_path, old_size)
