@@ -9,22 +9,39 @@
  * RTT over the last srtt/2, which filters ACK jitter and delayed ACKs. In
  * window terms the target is RTTstanding / (delta * dq) packets. On every
  * ACK the window moves towards the target by v / (delta * cwnd) per packet
- * acknowledged. The velocity v is 1 until cwnd has moved the same way for
- * three rounds; it then doubles every round, and falls back to 1 when the
- * direction flips. Slow start doubles cwnd per round until the first
- * "decrease" decision. Packets are paced at 2 * cwnd / RTTstanding.
+ * acknowledged; the fractions of a packet add up exactly, whatever the
+ * window, because the division's remainder is carried from ACK to ACK
+ * rather than dropped. The velocity v is 1 until cwnd has moved the same
+ * way for three rounds; it then doubles every round, up to half a window
+ * per round, and falls back to 1 when the direction flips. Slow start
+ * doubles cwnd per round until the first "decrease" decision. Packets are
+ * paced at 2 * cwnd / RTTstanding.
  *
  * A single flow keeps about 1/delta packets queued, and its queue empties
  * about once every five rounds. When the queue has not nearly emptied for
  * five rounds, a buffer-filler shares the bottleneck: competitive mode then
- * grows 1/delta by one per round and halves it on a lossy round, never
- * letting delta exceed the configured value. The optional loss reaction
- * ends slow start at the first loss, halving cwnd, and halves 1/delta on
- * every round that lost more than loss_reaction / 4 percent, so that
- * Copa's standing queue fits a buffer shorter than 1/delta packets.
- * 1/delta regrows by 1/32 per clean round, with v held at 1 and pacing at
- * 1 * cwnd / RTTstanding meanwhile; when more than loss_reaction percent
- * of a two-round window was lost, it also cuts cwnd by 30%.
+ * grows 1/delta by one per round and halves it on a round with a loss or
+ * an ECN mark, never letting delta exceed the configured value.
+ *
+ * The optional loss reaction ends slow start at the first loss, halving
+ * cwnd, and halves 1/delta on every round that lost more than
+ * loss_reaction / 4 percent, so that Copa's standing queue fits a buffer
+ * shorter than 1/delta packets. 1/delta regrows by 1/32 per clean round;
+ * meanwhile packets are paced at 1 * cwnd / RTTstanding and v grows only
+ * towards the window in use before the loss, by at most half the distance
+ * per round. When more than loss_reaction percent of a loss window (two
+ * rounds, and at least 200 / loss_reaction packets so that one loss never
+ * suffices) was lost, cwnd is also cut by 30%.
+ *
+ * Around the algorithm: a timeout restarts slow start; an undo (a loss or
+ * timeout found spurious) restores the window, 1/delta and the phase from
+ * before it; the first round after an idle period is paced at 1x, so the
+ * old window does not leave faster than it last did. Timestamp-derived RTT
+ * samples, whole milliseconds, are skipped: they read up to 1 ms short.
+ *
+ * The algorithm lives in tcp_copa_algo.h, shared with tcp_copa_policer.ko
+ * and the user-space model test; this file connects it to the kernel and
+ * owns the tunables.
  */
 
 /* <net/tcp.h> first: 5.10's generic.h and inet_diag.h need struct net. */
@@ -40,27 +57,6 @@
 
 #define CREATE_TRACE_POINTS
 #include "tcp_copa_trace.h"
-
-#define COPA_RTT_MIN_WIN_US	(10 * USEC_PER_SEC)	/* RTTmin window */
-#define COPA_EMPTY_ROUNDS	5	/* queue not empty this long: compete */
-#define COPA_EMPTY_SLACK_US	100	/* "nearly empty" floor, us */
-#define COPA_VELOCITY_ROUNDS	3	/* same-direction rounds before v grows */
-#define COPA_MAX_VELOCITY	BIT(14)
-#define COPA_MIN_CWND		2	/* packets */
-#define COPA_INV_DELTA_MIN	COPA_UNIT		/* delta <= 1 */
-#define COPA_INV_DELTA_MAX	(1000U << COPA_SHIFT)	/* delta >= 0.001 */
-#define COPA_INV_DELTA_REGROW	(COPA_UNIT / 32)	/* per loss-free round */
-#define COPA_LIGHT_LOSS_DIV	4	/* halve 1/delta above thresh/4 % */
-#define COPA_LOSS_CUT_NUM	7	/* loss reaction: cwnd *= 7/10 */
-#define COPA_LOSS_CUT_DEN	10
-#define COPA_PACE_PCT		200	/* pacing gain, percent of cwnd/RTT */
-#define COPA_PACE_LOSS_PCT	100	/* ... while 1/delta regrows */
-
-enum copa_dir {
-	COPA_FLAT,
-	COPA_UP,
-	COPA_DOWN,
-};
 
 enum copa_tunable_id {
 	COPA_T_DELTA,
@@ -82,308 +78,42 @@ static struct copa_params copa_params = {
 };
 
 /* ---------------------------------------------------------------------
- * Windowed RTT filters.
+ * From the stack to the algorithm and back.
  */
 
-/* Start a new half-window with sample @v if the current one is over. */
-static bool copa_win_rotate(struct copa_win *w, u32 now, u32 half, u32 v)
+/*
+ * Fill @ack from the socket and the rate sample; false if the socket has
+ * no Copa state yet (the SYN-ACK can reach cong_control before init, 7.x).
+ */
+bool copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
+		    struct copa_ack *ack)
 {
-	u32 age = now - w->start;
+	const struct tcp_sock *tp = tcp_sk(sk);
+	const struct copa *ca = inet_csk_ca(sk);
 
-	if (w->cur && age <= half)
+	if (!ca->inv_delta)
 		return false;
-	w->prev = (w->cur && age <= 2 * half) ? w->cur : v;
-	w->cur = v;
-	w->start = now;
+	*ack = (struct copa_ack) {
+		.now_us		= tp->tcp_mstamp,
+		.srtt_us	= tp->srtt_us >> 3,
+		.cwnd		= tcp_snd_cwnd(tp),
+		.cwnd_clamp	= tp->snd_cwnd_clamp,
+		.mss		= tp->mss_cache,
+		.delivered	= tp->delivered,
+		.lost		= tp->lost,
+		.prior_delivered = rs->prior_delivered,
+		.rs_delivered	= rs->delivered,
+		.acked_sacked	= min_t(u32, rs->acked_sacked, S32_MAX),
+		.losses		= rs->losses,
+		.rtt_us		= rs->rtt_us < 0 ? -1 :
+				  (s32)min_t(long, rs->rtt_us, S32_MAX),
+		.cwnd_limited	= tcp_is_cwnd_limited(sk),
+		.ack_delayed	= rs->is_ack_delayed,
+		.app_limited	= rs->is_app_limited,
+	};
 	return true;
 }
-
-static void copa_win_min_update(struct copa_win *w, u32 now, u32 half, u32 v)
-{
-	if (!copa_win_rotate(w, now, half, v) && v < w->cur)
-		w->cur = v;
-}
-
-static void copa_win_max_update(struct copa_win *w, u32 now, u32 half, u32 v)
-{
-	if (!copa_win_rotate(w, now, half, v) && v > w->cur)
-		w->cur = v;
-}
-
-static u32 copa_win_max(const struct copa_win *w)
-{
-	return max(w->cur, w->prev);
-}
-
-static u32 copa_srtt_us(const struct tcp_sock *tp)
-{
-	return max(tp->srtt_us >> 3, 1U);
-}
-
-/*
- * The queue is nearly empty when dq is within a tenth of the recent RTT
- * spread, or within max(100 us, RTTmin / 16) to absorb timer jitter.
- */
-static bool copa_queue_nearly_empty(const struct copa *ca)
-{
-	u32 rtt_min = copa_win_min(&ca->rtt_min);
-	u32 spread = copa_win_max(&ca->rtt_max) - rtt_min;
-	u32 slack = max3(spread / 10, rtt_min / 16, (u32)COPA_EMPTY_SLACK_US);
-
-	return copa_dq_us(ca) <= slack;
-}
-
-static void copa_update_rtt(struct sock *sk, struct copa *ca,
-			    const struct rate_sample *rs)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-	u32 now = (u32)tp->tcp_mstamp;
-	u32 srtt = copa_srtt_us(tp);
-	u32 rtt;
-
-	if (rs->rtt_us < 0)
-		return;
-	rtt = clamp_t(long, rs->rtt_us, 1, U32_MAX);
-	copa_win_min_update(&ca->rtt_min, now, COPA_RTT_MIN_WIN_US / 2, rtt);
-	copa_win_min_update(&ca->rtt_standing, now, srtt / 4, rtt);
-	/* Delayed ACKs inflate samples: keep them out of the spread. */
-	if (!rs->is_ack_delayed)
-		copa_win_max_update(&ca->rtt_max, now, 2 * srtt, rtt);
-	if (copa_queue_nearly_empty(ca))
-		ca->last_empty_us = now;
-}
-
-/* ---------------------------------------------------------------------
- * Once per round: competitive mode, delta, loss reaction, velocity.
- */
-
-/* A round ends when a packet sent after the previous round ended is ACKed. */
-static void copa_update_round(struct sock *sk, struct copa *ca,
-			      const struct rate_sample *rs)
-{
-	ca->round_start = 0;
-	if (rs->delivered < 0 ||
-	    before(rs->prior_delivered, ca->next_round_delivered))
-		return;
-	ca->next_round_delivered = tcp_sk(sk)->delivered;
-	ca->round_start = 1;
-}
-
-static void copa_account_loss(struct copa *ca, const struct rate_sample *rs)
-{
-	if (rs->losses > 0) {
-		ca->round_loss = 1;
-		ca->loss_lost += rs->losses;
-	}
-	ca->loss_delivered += rs->acked_sacked;
-}
-
-/* Was more than loss_thresh / @div % of the loss window so far lost? */
-static bool copa_window_lost_over(const struct copa *ca, u32 div)
-{
-	u64 lost = ca->loss_lost;
-
-	return lost * 100 * div >
-	       (u64)ca->loss_thresh * (lost + ca->loss_delivered);
-}
-
-/* Did more than loss_thresh % of a two-round window get lost? */
-static bool copa_loss_window_exceeded(struct copa *ca)
-{
-	bool over;
-
-	if (!ca->loss_second) {
-		ca->loss_second = 1;
-		return false;
-	}
-	over = ca->loss_thresh && copa_window_lost_over(ca, 1);
-	ca->loss_second = 0;
-	ca->loss_lost = 0;
-	ca->loss_delivered = 0;
-	return over;
-}
-
-static void copa_update_mode(const struct sock *sk, struct copa *ca)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-	u32 quiet = (u32)tp->tcp_mstamp - ca->last_empty_us;
-
-	ca->competitive = ca->competitive_on &&
-			  quiet > COPA_EMPTY_ROUNDS * copa_srtt_us(tp);
-}
-
-/*
- * Did this round lose more than loss_thresh / 4 % of the packets of the
- * loss window so far? Lighter random loss is left to the delay rule, as
- * in the paper; an overflowing buffer or a policer loses more.
- */
-static bool copa_round_lossy(const struct copa *ca)
-{
-	return ca->round_loss &&
-	       copa_window_lost_over(ca, COPA_LIGHT_LOSS_DIV);
-}
-
-/*
- * AIMD on 1/delta, once per round. A lossy round halves 1/delta: down to 1
- * (delta = 1) with the loss reaction on, if it lost enough; down to the
- * configured value in competitive mode; not at all otherwise. A loss-free
- * round adds 1 in competitive mode; outside it, 1/delta regrows towards
- * the configured value by 1/32 (after a loss reaction) and never exceeds
- * it.
- */
-static u32 copa_next_inv_delta(const struct copa *ca)
-{
-	u32 inv = ca->inv_delta;
-
-	if (ca->loss_thresh && copa_round_lossy(ca))
-		return max(inv / 2, COPA_INV_DELTA_MIN);
-	if (ca->round_loss && ca->competitive)
-		return max(inv / 2, ca->inv_delta0);
-	if (ca->round_loss)
-		return min(inv, ca->inv_delta0);
-	if (ca->competitive)
-		return min(inv + COPA_UNIT, COPA_INV_DELTA_MAX);
-	return min(inv + COPA_INV_DELTA_REGROW, ca->inv_delta0);
-}
-
-/* Is 1/delta still regrowing after a loss reaction? */
-static bool copa_regrowing(const struct copa *ca)
-{
-	return ca->inv_delta < ca->inv_delta0;
-}
-
-static void copa_exit_slow_start(struct tcp_sock *tp, struct copa *ca)
-{
-	ca->slow_start = 0;
-	tp->snd_ssthresh = tcp_snd_cwnd(tp);
-}
-
-static void copa_cut_cwnd(struct sock *sk, struct copa *ca)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	u32 cwnd = tcp_snd_cwnd(tp) * COPA_LOSS_CUT_NUM / COPA_LOSS_CUT_DEN;
-
-	tcp_snd_cwnd_set(tp, max_t(u32, cwnd, COPA_MIN_CWND));
-	ca->cwnd_frac = 0;
-	ca->velocity = 1;
-	copa_exit_slow_start(tp, ca);
-}
-
-/* Largest v that moves cwnd by at most half a window per round. */
-static u32 copa_velocity_cap(const struct copa *ca, u32 cwnd)
-{
-	u64 cap = div_u64((u64)cwnd << COPA_SHIFT, 2 * ca->inv_delta);
-
-	return clamp_t(u64, cap, 1, COPA_MAX_VELOCITY);
-}
-
-static void copa_update_velocity(struct copa *ca, u32 cwnd)
-{
-	enum copa_dir dir = COPA_FLAT;
-
-	if (cwnd > ca->round_cwnd)
-		dir = COPA_UP;
-	else if (cwnd < ca->round_cwnd)
-		dir = COPA_DOWN;
-
-	if (dir == COPA_FLAT || dir != ca->dir) {
-		ca->dir = dir;
-		ca->same_dir_rounds = 1;
-		ca->velocity = 1;
-	} else {
-		if (ca->same_dir_rounds < U8_MAX)
-			ca->same_dir_rounds++;
-		if (ca->same_dir_rounds >= COPA_VELOCITY_ROUNDS)
-			ca->velocity = min(2U * ca->velocity,
-					   copa_velocity_cap(ca, cwnd));
-	}
-	ca->round_cwnd = cwnd;
-}
-
-static void copa_on_round(struct sock *sk, struct copa *ca)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	copa_update_mode(sk, ca);
-	ca->inv_delta = copa_next_inv_delta(ca);
-	if (copa_loss_window_exceeded(ca))
-		copa_cut_cwnd(sk, ca);
-	copa_update_velocity(ca, tcp_snd_cwnd(tp));
-	/* Until a loss reaction's 1/delta has regrown, do not accelerate. */
-	if (copa_regrowing(ca))
-		ca->velocity = 1;
-	ca->round_loss = 0;
-}
-
-/* ---------------------------------------------------------------------
- * Per ACK: move cwnd towards the target, pace.
- */
-
-/* Target window RTTstanding / (delta * dq), COPA_UNIT scale. */
-static u32 copa_target_cwnd(const struct copa *ca, u32 dq)
-{
-	u64 standing = copa_win_min(&ca->rtt_standing);
-
-	if (!dq)
-		return U32_MAX;
-	return min_t(u64, div_u64(standing * ca->inv_delta, dq), U32_MAX);
-}
-
-static void copa_set_cwnd_fp(struct sock *sk, struct copa *ca, u64 cwnd_fp)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	u64 cwnd = max_t(u64, cwnd_fp >> COPA_SHIFT, COPA_MIN_CWND);
-
-	tcp_snd_cwnd_set(tp, min_t(u64, cwnd, tp->snd_cwnd_clamp));
-	ca->cwnd_frac = cwnd_fp & (COPA_UNIT - 1);
-}
-
-/*
- * Loss reaction: the first loss ends slow start at once, and halves cwnd
- * back to the previous round's window, which the path carried.
- */
-static void copa_end_slow_start_on_loss(struct sock *sk, struct copa *ca,
-					const struct rate_sample *rs)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (!ca->slow_start || rs->losses <= 0 || !ca->loss_thresh)
-		return;
-	copa_set_cwnd_fp(sk, ca, (u64)tcp_snd_cwnd(tp) << (COPA_SHIFT - 1));
-	copa_exit_slow_start(tp, ca);
-}
-
-/* Move cwnd for @acked packets; returns the target (COPA_UNIT scale). */
-static u32 copa_update_cwnd(struct sock *sk, struct copa *ca, u32 acked)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	u32 cwnd = tcp_snd_cwnd(tp);
-	u64 cwnd_fp = ((u64)cwnd << COPA_SHIFT) | ca->cwnd_frac;
-	u32 target = copa_target_cwnd(ca, copa_dq_us(ca));
-	bool increase = cwnd_fp < target;
-	u64 step;
-
-	if (!acked || !copa_win_min(&ca->rtt_standing))
-		return target;
-	if ((increase && ca->dir == COPA_DOWN) ||
-	    (!increase && ca->dir == COPA_UP))
-		ca->velocity = 1;
-	if (ca->slow_start && !increase)
-		copa_exit_slow_start(tp, ca);
-
-	if (ca->slow_start)
-		step = (u64)acked << COPA_SHIFT;
-	else
-		step = div_u64((u64)acked * ca->velocity * ca->inv_delta,
-			       max(cwnd, 1U));
-
-	if (!increase)
-		cwnd_fp -= min(step, cwnd_fp);
-	else if (tcp_is_cwnd_limited(sk))
-		cwnd_fp += step;
-	copa_set_cwnd_fp(sk, ca, cwnd_fp);
-	return target;
-}
+EXPORT_SYMBOL_GPL(copa_ack_begin);
 
 static void copa_set_pacing_rate(struct sock *sk, u64 rate)
 {
@@ -392,139 +122,128 @@ static void copa_set_pacing_rate(struct sock *sk, u64 rate)
 }
 
 /*
- * Pace at 2 * cwnd / RTTstanding (srtt, or 1 ms, before any sample). After
- * a loss reaction, until 1/delta has regrown, pace at cwnd / RTTstanding:
- * the path dropped packets, so its buffer may not absorb a burst sent
- * faster than the window drains. Since RTTstanding <= srtt, this rate
- * still lets the whole window out within one round.
+ * ssthresh mirrors Copa's phase, so that tcp_in_slow_start() (and with it
+ * tcp_is_cwnd_limited()) agrees with Copa: infinite in slow start, cwnd
+ * after it.
  */
-static void copa_pace_window(struct sock *sk, const struct copa *ca)
+static u32 copa_phase_ssthresh(const struct copa *ca, u32 cwnd)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-	u32 rtt = copa_win_min(&ca->rtt_standing);
-	u32 pct = copa_regrowing(ca) ? COPA_PACE_LOSS_PCT : COPA_PACE_PCT;
-	u64 bytes = (u64)pct * tcp_snd_cwnd(tp) * tp->mss_cache *
-		    (USEC_PER_SEC / 100);
-
-	if (!rtt)
-		rtt = tp->srtt_us ? copa_srtt_us(tp) : USEC_PER_MSEC;
-	copa_set_pacing_rate(sk, div_u64(bytes, rtt));
+	return ca->slow_start ? TCP_INFINITE_SSTHRESH : cwnd;
 }
 
-/* Policed: pace at hold_rate with a window of twice its BDP. */
-static void copa_apply_hold(struct sock *sk, struct copa *ca)
+/* Apply the algorithm's result to the socket. */
+void copa_ack_end(struct sock *sk, const struct copa_ack *ack)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u64 bdp = (u64)ca->hold_rate * copa_win_min(&ca->rtt_min);
+	const struct copa *ca = inet_csk_ca(sk);
 
-	bdp = div_u64(bdp, USEC_PER_SEC * max_t(u32, tp->mss_cache, 1));
-	copa_set_cwnd_fp(sk, ca, (2 * bdp) << COPA_SHIFT);
-	copa_set_pacing_rate(sk, ca->hold_rate);
+	tcp_snd_cwnd_set(tp, ack->cwnd);
+	tp->snd_ssthresh = copa_phase_ssthresh(ca, ack->cwnd);
+	copa_set_pacing_rate(sk, ack->pacing_rate);
+	trace_copa_update(sk, ca, ack->target, copa_dq_us(ca), copa_mode(ca));
 }
-
-static enum copa_mode copa_mode(const struct copa *ca)
-{
-	if (ca->hold_rate)
-		return COPA_MODE_POLICED;
-	if (ca->slow_start)
-		return COPA_MODE_SLOW_START;
-	return ca->competitive ? COPA_MODE_COMPETITIVE : COPA_MODE_DEFAULT;
-}
-
-void copa_update(struct sock *sk, const struct rate_sample *rs)
-{
-	struct copa *ca = inet_csk_ca(sk);
-	u32 target = 0;
-
-	/* The SYN-ACK can reach cong_control before init (7.x): no state. */
-	if (!ca->inv_delta)
-		return;
-	copa_update_rtt(sk, ca, rs);
-	copa_account_loss(ca, rs);
-	copa_end_slow_start_on_loss(sk, ca, rs);
-	copa_update_round(sk, ca, rs);
-	if (ca->round_start)
-		copa_on_round(sk, ca);
-
-	if (ca->hold_rate) {
-		copa_apply_hold(sk, ca);
-	} else {
-		target = copa_update_cwnd(sk, ca, rs->acked_sacked);
-		copa_pace_window(sk, ca);
-	}
-	trace_copa_update(sk, ca, target >> COPA_SHIFT, copa_dq_us(ca),
-			  copa_mode(ca));
-}
-EXPORT_SYMBOL_GPL(copa_update);
+EXPORT_SYMBOL_GPL(copa_ack_end);
 
 static void copa_cong_control(COPA_CONG_CONTROL_ARGS)
 {
-	copa_update(sk, rs);
+	struct copa_ack ack;
+
+	if (!copa_ack_begin(sk, rs, &ack))
+		return;
+	copa_on_ack(inet_csk_ca(sk), &ack);
+	copa_ack_end(sk, &ack);
 }
 
 /* ---------------------------------------------------------------------
  * Connection events.
  */
 
-/* (Re)start from slow start with the configured delta; RTTmin is kept. */
-static void copa_restart(struct sock *sk, struct copa *ca)
+/* Pace the current window as an ACK would, between ACKs. */
+static void copa_pace_window(struct sock *sk)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
+	const struct tcp_sock *tp = tcp_sk(sk);
+	const struct copa *ca = inet_csk_ca(sk);
+	const struct copa_ack ack = {
+		.cwnd		= tcp_snd_cwnd(tp),
+		.mss		= tp->mss_cache,
+		.srtt_us	= tp->srtt_us >> 3,
+	};
 
-	ca->slow_start = 1;
-	ca->competitive = 0;
-	ca->round_loss = 0;
-	ca->loss_second = 0;
-	ca->dir = COPA_FLAT;
-	ca->same_dir_rounds = 0;
-	ca->velocity = 1;
-	ca->cwnd_frac = 0;
-	ca->hold_rate = 0;
-	ca->loss_lost = 0;
-	ca->loss_delivered = 0;
-	ca->inv_delta = ca->inv_delta0;
-	ca->round_cwnd = tcp_snd_cwnd(tp);
-	ca->next_round_delivered = tp->delivered;
-	ca->last_empty_us = (u32)tp->tcp_mstamp;
-	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
+	if (!ca->hold_rate)
+		copa_set_pacing_rate(sk, copa_pacing_rate(ca, &ack));
 }
 
 void copa_init(struct sock *sk)
 {
-	const unsigned int *val = copa_params_of(&copa_params, sock_net(sk));
-	struct copa *ca = inet_csk_ca(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
 
-	memset(ca, 0, sizeof(*ca));
-	ca->inv_delta0 = (1000U << COPA_SHIFT) / val[COPA_T_DELTA];
-	ca->competitive_on = !!val[COPA_T_COMPETITIVE];
-	ca->loss_thresh = val[COPA_T_LOSS_REACTION];
-	copa_restart(sk, ca);
-
+	copa_reset(inet_csk_ca(sk), copa_param(&copa_params, sk, COPA_T_DELTA),
+		   copa_param(&copa_params, sk, COPA_T_COMPETITIVE),
+		   copa_param(&copa_params, sk, COPA_T_LOSS_REACTION),
+		   tcp_snd_cwnd(tp), tp->delivered);
+	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
-	copa_pace_window(sk, ca);
+	copa_pace_window(sk);
 }
 EXPORT_SYMBOL_GPL(copa_init);
 
-/* Copa sets cwnd itself; the stack's ssthresh only mirrors slow start. */
+/*
+ * The stack calls this as it enters recovery, loss or CWR: Copa keeps
+ * what an undo restores, and the answer only mirrors Copa's phase.
+ */
 u32 copa_ssthresh(struct sock *sk)
 {
-	return tcp_sk(sk)->snd_ssthresh;
+	struct copa *ca = inet_csk_ca(sk);
+	u32 cwnd = tcp_snd_cwnd(tcp_sk(sk));
+
+	copa_save_prior(ca, cwnd);
+	return copa_phase_ssthresh(ca, cwnd);
 }
 EXPORT_SYMBOL_GPL(copa_ssthresh);
 
+/* The reduction was spurious: restore what copa_ssthresh() kept. */
 u32 copa_undo_cwnd(struct sock *sk)
 {
-	return tcp_snd_cwnd(tcp_sk(sk));
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	return min(copa_undo(inet_csk_ca(sk), tcp_snd_cwnd(tp)),
+		   tp->snd_cwnd_clamp);
 }
 EXPORT_SYMBOL_GPL(copa_undo_cwnd);
 
 /* After a timeout the stack has set cwnd to 1 + in flight: restart. */
 void copa_set_state(struct sock *sk, u8 new_state)
 {
-	if (new_state == TCP_CA_Loss)
-		copa_restart(sk, inet_csk_ca(sk));
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (new_state != TCP_CA_Loss)
+		return;
+	copa_restart(inet_csk_ca(sk), tcp_snd_cwnd(tp), tp->delivered);
+	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
 }
 EXPORT_SYMBOL_GPL(copa_set_state);
+
+/* An ECN echo reaches in_ack_event just before cong_control. */
+void copa_in_ack_event(struct sock *sk, u32 flags)
+{
+	struct copa *ca = inet_csk_ca(sk);
+
+	if (flags & CA_ACK_ECE)
+		ca->ece = 1;
+}
+EXPORT_SYMBOL_GPL(copa_in_ack_event);
+
+/* Sending starts with nothing in flight, after tp->lsndtime. */
+void copa_tx_start(struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	u32 idle = tcp_jiffies32 - tp->lsndtime;
+	u64 idle_us = (u64)jiffies_to_msecs(idle) * USEC_PER_MSEC;
+
+	copa_on_tx_start(inet_csk_ca(sk), idle_us, tp->srtt_us >> 3);
+	copa_pace_window(sk);
+}
+EXPORT_SYMBOL_GPL(copa_tx_start);
 
 /*
  * inet_diag reuses struct tcpvegas_info: tcpv_enabled = mode (enum
@@ -744,6 +463,8 @@ static struct tcp_congestion_ops tcp_copa_cong_ops __read_mostly = {
 	.ssthresh	= copa_ssthresh,
 	.undo_cwnd	= copa_undo_cwnd,
 	.set_state	= copa_set_state,
+	.in_ack_event	= copa_in_ack_event,
+	COPA_TX_START_OP,
 	.get_info	= copa_get_info,
 };
 

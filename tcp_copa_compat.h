@@ -4,7 +4,6 @@
  * The algorithm code never tests LINUX_VERSION_CODE itself.
  *
  * Differences that need no code here:
- *  - cwnd_event_tx_start (7.1): Copa does not use CA_EVENT_TX_START.
  *  - minmax_running_min export (6.12): Copa has its own windowed filter.
  */
 #ifndef _TCP_COPA_COMPAT_H
@@ -14,6 +13,15 @@
 #include <linux/sysctl.h>
 #include <net/net_namespace.h>
 #include <net/tcp.h>
+
+/*
+ * The algorithm's u32/u64 arithmetic assumes a 64-bit long (for instance
+ * rs->rtt_us is a long that must hold any u32). 32-bit kernels are not
+ * supported: refuse them here rather than build a module that misbehaves.
+ */
+#if BITS_PER_LONG != 64
+#error "tcp_copa supports 64-bit kernels only"
+#endif
 
 /*
  * tcp_snd_cwnd() and tcp_snd_cwnd_set() arrived in 5.19. Macros, not
@@ -30,6 +38,25 @@
 	struct sock *sk, u32 ack, int flag, const struct rate_sample *rs
 #else
 #define COPA_CONG_CONTROL_ARGS struct sock *sk, const struct rate_sample *rs
+#endif
+
+/*
+ * Sending after an idle period (nothing in flight) is CA_EVENT_TX_START
+ * through cwnd_event up to 7.0, and has its own hook, cwnd_event_tx_start,
+ * from 7.1. Both lead to copa_tx_start().
+ */
+void copa_tx_start(struct sock *sk);
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 1, 0)
+#define COPA_TX_START_OP	.cwnd_event_tx_start = copa_tx_start
+#else
+static inline void copa_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
+{
+	if (ev == CA_EVENT_TX_START)
+		copa_tx_start(sk);
+}
+
+#define COPA_TX_START_OP	.cwnd_event = copa_cwnd_event
 #endif
 
 /* proc_handler takes a const table from 6.11. */

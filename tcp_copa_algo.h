@@ -1,0 +1,870 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The Copa algorithm with no kernel interface in it: one ACK goes in as a
+ * struct copa_ack, a window and a pacing rate come out in the same struct.
+ * tcp_copa.c, tcp_copa_policer.c and the user-space model test
+ * (tests/model) all compile this one file; see tcp_copa.c for the
+ * algorithm's description.
+ *
+ * The includer provides the kernel's basic types (u8 ... u64, s32, s64,
+ * bool), min(), max(), min_t(), max_t(), clamp_t(), div_u64() and
+ * div64_u64(). Nothing here sleeps, allocates or reads the clock.
+ *
+ * Fixed point: cwnd targets and 1/delta are in units of 1/COPA_UNIT
+ * packet ("COPA_UNIT scale"). Times are microseconds; windowed filters
+ * keep the low 32 bits of the 64-bit clock and compare them by u32
+ * subtraction, which is exact for ages below 2^32 us (71 minutes); an idle
+ * period long enough to matter clears them (copa_on_tx_start()).
+ */
+#ifndef _TCP_COPA_ALGO_H
+#define _TCP_COPA_ALGO_H
+
+#define COPA_SHIFT		8
+#define COPA_UNIT		((u32)1 << COPA_SHIFT)
+
+#define COPA_USEC_PER_MSEC	1000U
+#define COPA_USEC_PER_SEC	1000000U
+#define COPA_RTT_MIN_WIN_US	(10 * COPA_USEC_PER_SEC) /* RTTmin window */
+#define COPA_EMPTY_ROUNDS	5	/* queue not empty this long: compete */
+#define COPA_EMPTY_SLACK_US	100	/* "nearly empty" floor, us */
+#define COPA_VELOCITY_ROUNDS	3	/* same-direction rounds before v grows */
+#define COPA_MAX_VELOCITY	(1U << 14)
+#define COPA_MIN_CWND		2	/* packets */
+#define COPA_MAX_CWND		(1U << 22)	/* packets; keeps cwnd_acc in s32 */
+#define COPA_INV_DELTA_MIN	COPA_UNIT		/* delta <= 1 */
+#define COPA_INV_DELTA_MAX	(1000U << COPA_SHIFT)	/* delta >= 0.001 */
+#define COPA_INV_DELTA_REGROW	(COPA_UNIT / 32)	/* per loss-free round */
+#define COPA_PRIOR_SHIFT	4	/* prior_inv_delta: COPA_UNIT >> 4 scale */
+#define COPA_LIGHT_LOSS_DIV	4	/* halve 1/delta above thresh/4 % */
+#define COPA_LOSS_CUT_NUM	7	/* loss reaction: cwnd *= 7/10 */
+#define COPA_LOSS_CUT_DEN	10
+#define COPA_PACE_PCT		200	/* pacing gain, percent of cwnd/RTT */
+#define COPA_PACE_CALM_PCT	100	/* ... after a loss, idle or a hold */
+
+/* Operating modes, as reported by the tracepoint and inet_diag. */
+enum copa_mode {
+	COPA_MODE_SLOW_START = 1,
+	COPA_MODE_DEFAULT = 2,
+	COPA_MODE_COMPETITIVE = 3,
+	COPA_MODE_POLICED = 4,
+};
+
+enum copa_dir {
+	COPA_FLAT,
+	COPA_UP,
+	COPA_DOWN,
+};
+
+/*
+ * Windowed extreme (min or max) of RTT samples. The window is split in
+ * two halves: @cur holds the extreme of the half that started at @start,
+ * @prev that of the half before it, so the result always covers between
+ * one and two half-windows of history. 0 means "no sample" (samples are
+ * at least 1 us).
+ */
+struct copa_win {
+	u32	cur;
+	u32	prev;
+	u32	start;		/* low 32 bits of the clock, us */
+};
+
+/* Per-socket Copa state, in icsk_ca_priv (80 bytes). */
+struct copa {
+	struct copa_win	rtt_min;	/* min RTT over 10 s: propagation */
+	struct copa_win	rtt_standing;	/* min RTT over srtt/2 */
+	struct copa_win	rtt_max;	/* max RTT over 4 srtt */
+	u32	next_round_delivered;	/* delivered count ending this round */
+	u32	round_cwnd;		/* cwnd (packets) at round start */
+	u32	inv_delta;		/* current 1/delta, COPA_UNIT scale */
+	u32	inv_delta0;		/* configured 1/delta, COPA_UNIT scale */
+	u32	hold_rate;		/* bytes/s to hold, 0 = Copa decides */
+	u32	loss_lost;		/* packets lost in the loss window */
+	u32	loss_delivered;		/* packets delivered in the window */
+	s32	cwnd_acc;		/* pending cwnd change, see copa_move_cwnd */
+	u32	prior_cwnd;		/* cwnd before the last reduction */
+	u16	prior_inv_delta;	/* its 1/delta, COPA_UNIT >> 4 scale */
+	u16	velocity;		/* v, in packets */
+	u8	quiet_rounds;		/* rounds without a nearly empty queue */
+	u8	loss_thresh;		/* loss reaction threshold, percent */
+	u8	slow_start:1,		/* still in slow start */
+		competitive_on:1,	/* competitive mode allowed */
+		competitive:1,		/* competing with a buffer-filler */
+		round_start:1,		/* this ACK started a new round */
+		dir:2,			/* enum copa_dir of the last round */
+		same_dir_rounds:2;	/* rounds cwnd moved in @dir, up to 3 */
+	u8	round_loss:1,		/* loss or ECN mark seen in this round */
+		loss_second:1,		/* second round of the loss window */
+		empty_seen:1,		/* queue nearly empty in this round */
+		ece:1,			/* the ACK being processed echoes CE */
+		calm:1,			/* pace at 1x until the round ends */
+		prior_slow_start:1;	/* slow start before the last reduction */
+};
+
+/*
+ * One ACK as the glue sees it (tcp_sock and rate_sample in the kernel).
+ * @cwnd is both the current window and, after copa_on_ack(), the new one;
+ * @pacing_rate and @target are outputs.
+ */
+struct copa_ack {
+	u64	now_us;		/* clock, us (tp->tcp_mstamp) */
+	u64	pacing_rate;	/* out: bytes per second */
+	u32	srtt_us;	/* smoothed RTT, us; 0 before any sample */
+	u32	cwnd;		/* in/out: packets */
+	u32	cwnd_clamp;	/* largest cwnd the socket allows, packets */
+	u32	mss;		/* bytes */
+	u32	delivered;	/* packets delivered so far */
+	u32	lost;		/* packets lost so far */
+	u32	prior_delivered; /* delivered when the ACKed packet was sent */
+	u32	target;		/* out: target cwnd, packets */
+	s32	rs_delivered;	/* packets this sample covers, < 0: invalid */
+	s32	acked_sacked;	/* packets newly (S)ACKed */
+	s32	losses;		/* packets newly marked lost */
+	s32	rtt_us;		/* RTT sample, -1 if none */
+	u8	cwnd_limited:1,	/* the window, not the sender, limited sending */
+		ack_delayed:1,	/* the receiver delayed this ACK */
+		app_limited:1;	/* the sample was application-limited */
+};
+
+/* u32 sequence comparison, as the kernel's before(). */
+static inline bool copa_before(u32 a, u32 b)
+{
+	return (s32)(a - b) < 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Windowed RTT filters.
+ */
+
+static inline u32 copa_win_min(const struct copa_win *w)
+{
+	if (!w->cur || !w->prev)
+		return w->cur ? w->cur : w->prev;
+	return min(w->cur, w->prev);
+}
+
+static inline u32 copa_win_max(const struct copa_win *w)
+{
+	return max(w->cur, w->prev);
+}
+
+/* Start a new half-window with sample @v if the current one is over. */
+static inline bool copa_win_rotate(struct copa_win *w, u32 now, u32 half,
+				   u32 v)
+{
+	u32 age = now - w->start;
+
+	if (w->cur && age <= half)
+		return false;
+	w->prev = (w->cur && age <= 2 * half) ? w->cur : v;
+	w->cur = v;
+	w->start = now;
+	return true;
+}
+
+static inline void copa_win_min_update(struct copa_win *w, u32 now,
+				       u32 half, u32 v)
+{
+	if (!copa_win_rotate(w, now, half, v) && v < w->cur)
+		w->cur = v;
+}
+
+static inline void copa_win_max_update(struct copa_win *w, u32 now,
+				       u32 half, u32 v)
+{
+	if (!copa_win_rotate(w, now, half, v) && v > w->cur)
+		w->cur = v;
+}
+
+/* Forget a window whose newest half is older than @idle_us allows. */
+static inline void copa_win_expire(struct copa_win *w, u64 idle_us, u32 half)
+{
+	if (idle_us > 2 * (u64)half)
+		w->cur = w->prev = 0;
+}
+
+/* Queueing delay dq = RTTstanding - RTTmin, in us. */
+static inline u32 copa_dq_us(const struct copa *ca)
+{
+	u32 standing = copa_win_min(&ca->rtt_standing);
+	u32 rtt_min = copa_win_min(&ca->rtt_min);
+
+	return standing > rtt_min ? standing - rtt_min : 0;
+}
+
+static inline u32 copa_srtt(const struct copa_ack *ack)
+{
+	return max(ack->srtt_us, 1U);
+}
+
+/*
+ * The queue is nearly empty when dq is within a tenth of the recent RTT
+ * spread, or within max(100 us, RTTmin / 16) to absorb timer jitter.
+ */
+static inline bool copa_queue_nearly_empty(const struct copa *ca)
+{
+	u32 rtt_min = copa_win_min(&ca->rtt_min);
+	u32 spread = copa_win_max(&ca->rtt_max) - rtt_min;
+	u32 slack = max3(spread / 10, rtt_min / 16, (u32)COPA_EMPTY_SLACK_US);
+
+	return copa_dq_us(ca) <= slack;
+}
+
+/*
+ * A sample that is a whole number of milliseconds most likely came from
+ * the TCP timestamp echo (an ACK of retransmitted data carries no other
+ * timing), which can read up to 1 ms short; RTTmin would keep that error
+ * for 10 s. Such samples are skipped; a true sample that happens to be a
+ * whole millisecond costs nothing but itself.
+ */
+static inline bool copa_rtt_usable(s32 rtt_us)
+{
+	return rtt_us > 0 && rtt_us % COPA_USEC_PER_MSEC;
+}
+
+static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
+{
+	u32 now = (u32)ack->now_us;
+	u32 srtt = copa_srtt(ack);
+	u32 rtt;
+
+	if (!copa_rtt_usable(ack->rtt_us))
+		return;
+	rtt = ack->rtt_us;
+	copa_win_min_update(&ca->rtt_min, now, COPA_RTT_MIN_WIN_US / 2, rtt);
+	copa_win_min_update(&ca->rtt_standing, now, srtt / 4, rtt);
+	/* Delayed ACKs inflate samples: keep them out of the spread. */
+	if (!ack->ack_delayed)
+		copa_win_max_update(&ca->rtt_max, now, 2 * srtt, rtt);
+	if (copa_queue_nearly_empty(ca))
+		ca->empty_seen = 1;
+}
+
+/* ---------------------------------------------------------------------
+ * Window bookkeeping.
+ */
+
+static inline u32 copa_clamp_cwnd(const struct copa_ack *ack, u64 cwnd)
+{
+	u32 hi = min(ack->cwnd_clamp, COPA_MAX_CWND);
+
+	return clamp_t(u64, cwnd, COPA_MIN_CWND, max_t(u32, hi, COPA_MIN_CWND));
+}
+
+static inline void copa_set_cwnd(struct copa *ca, struct copa_ack *ack,
+				 u64 cwnd)
+{
+	ack->cwnd = copa_clamp_cwnd(ack, cwnd);
+	ca->cwnd_acc = 0;
+}
+
+/* Velocity starts again from 1 and counts rounds afresh. */
+static inline void copa_reset_velocity(struct copa *ca)
+{
+	ca->velocity = 1;
+	ca->same_dir_rounds = 0;
+}
+
+static inline void copa_exit_slow_start(struct copa *ca)
+{
+	ca->slow_start = 0;
+	copa_reset_velocity(ca);
+}
+
+/*
+ * Move cwnd by @num / (COPA_UNIT * cwnd) packets, @num signed. Instead
+ * of dividing on every ACK and dropping the remainder, cwnd_acc collects
+ * the numerators; cwnd moves by whole packets when |cwnd_acc| reaches
+ * COPA_UNIT * cwnd and keeps the remainder, as tcp_cong_avoid_ai() does
+ * for Reno. Sub-packet progress is therefore never lost: only the floor
+ * COPA_MIN_CWND and the ceiling (copa_clamp_cwnd) discard it.
+ * |cwnd_acc| < COPA_UNIT * COPA_MAX_CWND = 2^30 fits in s32.
+ */
+static inline void copa_move_cwnd(struct copa *ca, struct copa_ack *ack,
+				  s64 num)
+{
+	u64 per_pkt = (u64)COPA_UNIT * ack->cwnd;
+	s64 acc = ca->cwnd_acc + num;
+	u64 mag = acc < 0 ? -(u64)acc : (u64)acc;
+	u64 pkts = div64_u64(mag, per_pkt);
+	s64 rem = mag - pkts * per_pkt;
+	u64 cwnd = ack->cwnd;
+
+	if (acc >= 0) {
+		cwnd += pkts;
+	} else if (pkts >= cwnd) {
+		cwnd = 0;
+	} else {
+		cwnd -= pkts;
+		rem = -rem;
+	}
+	if (cwnd < COPA_MIN_CWND || cwnd > copa_clamp_cwnd(ack, cwnd)) {
+		copa_set_cwnd(ca, ack, cwnd);
+		return;
+	}
+	ack->cwnd = cwnd;
+	ca->cwnd_acc = rem;
+}
+
+/* ---------------------------------------------------------------------
+ * Once per round: competitive mode, delta, loss reaction, velocity.
+ */
+
+/* A round ends when a packet sent after the previous round ended is ACKed. */
+static inline void copa_update_round(struct copa *ca,
+				     const struct copa_ack *ack)
+{
+	ca->round_start = 0;
+	if (ack->rs_delivered < 0 ||
+	    copa_before(ack->prior_delivered, ca->next_round_delivered))
+		return;
+	ca->next_round_delivered = ack->delivered;
+	ca->round_start = 1;
+}
+
+/* Losses count for the loss reaction; losses and CE marks for delta. */
+static inline void copa_account_loss(struct copa *ca,
+				     const struct copa_ack *ack)
+{
+	if (ack->losses > 0) {
+		ca->round_loss = 1;
+		ca->loss_lost += ack->losses;
+	}
+	if (ca->ece)
+		ca->round_loss = 1;
+	ca->ece = 0;
+	if (ack->acked_sacked > 0)
+		ca->loss_delivered += ack->acked_sacked;
+}
+
+/* Was more than loss_thresh / @div % of the loss window so far lost? */
+static inline bool copa_window_lost_over(const struct copa *ca, u32 div)
+{
+	u64 lost = ca->loss_lost;
+
+	return lost * 100 * div >
+	       (u64)ca->loss_thresh * (lost + ca->loss_delivered);
+}
+
+/*
+ * Did more than loss_thresh % of a loss window get lost? The window spans
+ * at least two rounds and at least 200 / loss_thresh packets, so that a
+ * single loss is never more than half the threshold, however small cwnd.
+ */
+static inline bool copa_loss_window_exceeded(struct copa *ca)
+{
+	bool over;
+
+	if (!ca->loss_thresh)
+		return false;
+	if (!ca->loss_second) {
+		ca->loss_second = 1;
+		return false;
+	}
+	if ((u64)ca->loss_lost + ca->loss_delivered < 200U / ca->loss_thresh)
+		return false;
+	over = copa_window_lost_over(ca, 1);
+	ca->loss_second = 0;
+	ca->loss_lost = 0;
+	ca->loss_delivered = 0;
+	return over;
+}
+
+/*
+ * Competitive mode: the queue has not come nearly empty for
+ * COPA_EMPTY_ROUNDS rounds. Counting rounds, not microseconds, cannot
+ * wrap however long the mode lasts.
+ */
+static inline void copa_update_mode(struct copa *ca)
+{
+	if (ca->empty_seen)
+		ca->quiet_rounds = 0;
+	else if (ca->quiet_rounds < 255)
+		ca->quiet_rounds++;
+	ca->empty_seen = 0;
+	ca->competitive = ca->competitive_on &&
+			  ca->quiet_rounds >= COPA_EMPTY_ROUNDS;
+}
+
+/*
+ * Did this round lose more than loss_thresh / 4 % of the packets of the
+ * loss window so far? Lighter random loss is left to the delay rule, as
+ * in the paper; an overflowing buffer or a policer loses more.
+ */
+static inline bool copa_round_lossy(const struct copa *ca)
+{
+	return ca->round_loss && copa_window_lost_over(ca, COPA_LIGHT_LOSS_DIV);
+}
+
+/*
+ * AIMD on 1/delta, once per round. A lossy round halves 1/delta: down to 1
+ * (delta = 1) with the loss reaction on, if it lost enough; down to the
+ * configured value in competitive mode (an ECN mark counts as a loss
+ * here); not at all otherwise. A clean round adds 1 in competitive mode;
+ * outside it, 1/delta regrows towards the configured value by 1/32 (after
+ * a loss reaction) and never exceeds it.
+ */
+static inline u32 copa_next_inv_delta(const struct copa *ca)
+{
+	u32 inv = ca->inv_delta;
+
+	if (ca->loss_thresh && copa_round_lossy(ca))
+		return max(inv / 2, COPA_INV_DELTA_MIN);
+	if (ca->round_loss && ca->competitive)
+		return max(inv / 2, ca->inv_delta0);
+	if (ca->round_loss)
+		return min(inv, ca->inv_delta0);
+	if (ca->competitive)
+		return min(inv + COPA_UNIT, COPA_INV_DELTA_MAX);
+	return min(inv + COPA_INV_DELTA_REGROW, ca->inv_delta0);
+}
+
+/* Is 1/delta still regrowing after a loss reaction? */
+static inline bool copa_regrowing(const struct copa *ca)
+{
+	return ca->inv_delta < ca->inv_delta0;
+}
+
+/* Largest v that moves cwnd by at most @room / 2 packets per round. */
+static inline u32 copa_velocity_cap(const struct copa *ca, u32 room)
+{
+	u64 cap = div_u64((u64)room << COPA_SHIFT, 2 * ca->inv_delta);
+
+	return clamp_t(u64, cap, 1, COPA_MAX_VELOCITY);
+}
+
+/*
+ * v doubles each round once cwnd has moved the same way for
+ * COPA_VELOCITY_ROUNDS rounds, up to half a window per round. While
+ * 1/delta regrows after a loss reaction, v may still double, but only
+ * while cwnd is below the window the loss cut, and by at most half the
+ * distance to it per round: the path carried that window a few rounds
+ * ago, so Copa returns to it in O(log) rounds without passing it.
+ */
+static inline void copa_update_velocity(struct copa *ca, u32 cwnd)
+{
+	enum copa_dir dir = COPA_FLAT;
+	u32 cap;
+
+	if (cwnd > ca->round_cwnd)
+		dir = COPA_UP;
+	else if (cwnd < ca->round_cwnd)
+		dir = COPA_DOWN;
+	ca->round_cwnd = cwnd;
+
+	if (dir == COPA_FLAT || dir != ca->dir) {
+		ca->dir = dir;
+		ca->same_dir_rounds = 1;
+		ca->velocity = 1;
+		return;
+	}
+	if (ca->same_dir_rounds < COPA_VELOCITY_ROUNDS)
+		ca->same_dir_rounds++;
+	if (ca->same_dir_rounds < COPA_VELOCITY_ROUNDS)
+		return;
+	cap = copa_velocity_cap(ca, cwnd);
+	if (copa_regrowing(ca))
+		cap = dir == COPA_UP && cwnd < ca->prior_cwnd ?
+		      min(cap, copa_velocity_cap(ca, ca->prior_cwnd - cwnd)) : 1;
+	ca->velocity = min(2U * ca->velocity, cap);
+}
+
+/* The loss reaction's cut: cwnd *= 7/10. */
+static inline void copa_cut_cwnd(struct copa *ca, struct copa_ack *ack)
+{
+	copa_set_cwnd(ca, ack, (u64)ack->cwnd * COPA_LOSS_CUT_NUM /
+			       COPA_LOSS_CUT_DEN);
+	copa_exit_slow_start(ca);
+}
+
+static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
+{
+	copa_update_mode(ca);
+	ca->inv_delta = copa_next_inv_delta(ca);
+	if (copa_loss_window_exceeded(ca))
+		copa_cut_cwnd(ca, ack);
+	copa_update_velocity(ca, ack->cwnd);
+	ca->round_loss = 0;
+	ca->calm = 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Per ACK: move cwnd towards the target, pace.
+ */
+
+/* Target window RTTstanding / (delta * dq), COPA_UNIT scale. */
+static inline u64 copa_target_cwnd(const struct copa *ca)
+{
+	u64 standing = copa_win_min(&ca->rtt_standing);
+	u32 dq = copa_dq_us(ca);
+
+	if (!dq)
+		return U64_MAX;
+	return div_u64(standing * ca->inv_delta, dq);
+}
+
+/*
+ * Loss reaction: the first loss ends slow start at once, and halves cwnd
+ * back to the previous round's window, which the path carried.
+ */
+static inline void copa_end_slow_start_on_loss(struct copa *ca,
+					       struct copa_ack *ack)
+{
+	if (!ca->slow_start || ack->losses <= 0 || !ca->loss_thresh)
+		return;
+	copa_set_cwnd(ca, ack, ack->cwnd / 2);
+	copa_exit_slow_start(ca);
+}
+
+/*
+ * Move cwnd towards the target for acked packets: v / (delta * cwnd)
+ * packets per packet, that is acked * v * (1/delta in COPA_UNIT scale)
+ * over COPA_UNIT * cwnd. Slow start adds one packet per packet instead.
+ * A window that did not limit sending does not grow.
+ */
+static inline void copa_update_cwnd(struct copa *ca, struct copa_ack *ack)
+{
+	u64 target = copa_target_cwnd(ca);
+	bool increase = ((u64)ack->cwnd << COPA_SHIFT) < target;
+	u32 acked = min_t(u32, max(ack->acked_sacked, 0), COPA_MAX_CWND);
+	s64 num;
+
+	ack->target = min_t(u64, target >> COPA_SHIFT, U32_MAX);
+	if (!acked || !copa_win_min(&ca->rtt_standing))
+		return;
+	if ((increase && ca->dir == COPA_DOWN) ||
+	    (!increase && ca->dir == COPA_UP))
+		copa_reset_velocity(ca);
+	if (ca->slow_start && !increase)
+		copa_exit_slow_start(ca);
+	if (increase && !ack->cwnd_limited)
+		return;
+	if (ca->slow_start) {
+		copa_set_cwnd(ca, ack, (u64)ack->cwnd + acked);
+		return;
+	}
+	num = (s64)acked * ca->velocity * ca->inv_delta;
+	copa_move_cwnd(ca, ack, increase ? num : -num);
+}
+
+/*
+ * Pace at 2 * cwnd / RTTstanding (srtt, or 1 ms, before any sample). Pace
+ * at cwnd / RTTstanding ("calm") while 1/delta regrows after a loss
+ * reaction, and for the first round after an idle period or a policer
+ * hold: the path may not absorb a burst sent faster than the window
+ * drains. Since RTTstanding <= srtt, this still lets the whole window
+ * out within one round.
+ */
+static inline u64 copa_pacing_rate(const struct copa *ca,
+				   const struct copa_ack *ack)
+{
+	u32 rtt = copa_win_min(&ca->rtt_standing);
+	u32 pct = copa_regrowing(ca) || ca->calm ? COPA_PACE_CALM_PCT :
+						   COPA_PACE_PCT;
+	u64 bytes = (u64)pct * ack->cwnd * ack->mss * (COPA_USEC_PER_SEC / 100);
+
+	if (!rtt)
+		rtt = ack->srtt_us ? ack->srtt_us : COPA_USEC_PER_MSEC;
+	return div_u64(bytes, rtt);
+}
+
+/* Packets in one RTTmin at @rate bytes/s (at least one). */
+static inline u64 copa_rate_bdp(const struct copa *ca,
+				const struct copa_ack *ack, u32 rate)
+{
+	u64 bytes_us = (u64)rate * copa_win_min(&ca->rtt_min);
+
+	return max_t(u64, div64_u64(bytes_us, (u64)COPA_USEC_PER_SEC *
+					      max(ack->mss, 1U)), 1);
+}
+
+/* Policed: pace at hold_rate with a window of twice its BDP. */
+static inline void copa_apply_hold(struct copa *ca, struct copa_ack *ack)
+{
+	copa_set_cwnd(ca, ack, 2 * copa_rate_bdp(ca, ack, ca->hold_rate));
+	ack->pacing_rate = ca->hold_rate;
+}
+
+static inline void copa_hold(struct copa *ca, u32 rate)
+{
+	ca->hold_rate = rate;
+}
+
+/*
+ * Leave a hold at the policed rate: one BDP of it, paced at 1x for a
+ * round, in congestion avoidance with the configured delta.
+ */
+static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
+{
+	copa_set_cwnd(ca, ack, copa_rate_bdp(ca, ack, ca->hold_rate));
+	ack->pacing_rate = ca->hold_rate;
+	ca->hold_rate = 0;
+	ca->inv_delta = ca->inv_delta0;
+	ca->calm = 1;
+	ca->round_cwnd = ack->cwnd;
+	ca->dir = COPA_FLAT;
+	copa_exit_slow_start(ca);
+}
+
+static inline enum copa_mode copa_mode(const struct copa *ca)
+{
+	if (ca->hold_rate)
+		return COPA_MODE_POLICED;
+	if (ca->slow_start)
+		return COPA_MODE_SLOW_START;
+	return ca->competitive ? COPA_MODE_COMPETITIVE : COPA_MODE_DEFAULT;
+}
+
+/* Process one ACK: @ack->cwnd and @ack->pacing_rate are the result. */
+static inline void copa_on_ack(struct copa *ca, struct copa_ack *ack)
+{
+	ack->target = 0;
+	copa_update_rtt(ca, ack);
+	copa_account_loss(ca, ack);
+	copa_end_slow_start_on_loss(ca, ack);
+	copa_update_round(ca, ack);
+	if (ca->round_start)
+		copa_on_round(ca, ack);
+
+	if (ca->hold_rate) {
+		copa_apply_hold(ca, ack);
+		return;
+	}
+	copa_update_cwnd(ca, ack);
+	ack->pacing_rate = copa_pacing_rate(ca, ack);
+}
+
+/* ---------------------------------------------------------------------
+ * Connection events.
+ */
+
+/* (Re)start from slow start with the configured delta; RTTmin is kept. */
+static inline void copa_restart(struct copa *ca, u32 cwnd, u32 delivered)
+{
+	ca->slow_start = 1;
+	ca->competitive = 0;
+	ca->round_loss = 0;
+	ca->loss_second = 0;
+	ca->empty_seen = 0;
+	ca->calm = 0;
+	ca->quiet_rounds = 0;
+	ca->dir = COPA_FLAT;
+	copa_reset_velocity(ca);
+	ca->cwnd_acc = 0;
+	ca->hold_rate = 0;
+	ca->loss_lost = 0;
+	ca->loss_delivered = 0;
+	ca->inv_delta = ca->inv_delta0;
+	ca->round_cwnd = cwnd;
+	ca->next_round_delivered = delivered;
+}
+
+/*
+ * A new connection: @delta_milli is delta in thousandths (1 to 1000),
+ * @loss_thresh the loss reaction in percent (0 to 100).
+ */
+static inline void copa_reset(struct copa *ca, u32 delta_milli,
+			      bool competitive, u32 loss_thresh, u32 cwnd,
+			      u32 delivered)
+{
+	*ca = (struct copa){};
+	ca->inv_delta0 = (1000U << COPA_SHIFT) / clamp_t(u32, delta_milli, 1, 1000);
+	ca->competitive_on = competitive;
+	ca->loss_thresh = min(loss_thresh, 100U);
+	copa_restart(ca, cwnd, delivered);
+	ca->prior_cwnd = cwnd;
+	ca->prior_inv_delta = ca->inv_delta0 >> COPA_PRIOR_SHIFT;
+	ca->prior_slow_start = 1;
+}
+
+/*
+ * The stack is about to reduce the window (recovery, timeout, ECN): keep
+ * what an undo must restore.
+ */
+static inline void copa_save_prior(struct copa *ca, u32 cwnd)
+{
+	ca->prior_cwnd = cwnd;
+	ca->prior_inv_delta = ca->inv_delta >> COPA_PRIOR_SHIFT;
+	ca->prior_slow_start = ca->slow_start;
+}
+
+/*
+ * The reduction was spurious (DSACK, F-RTO, timestamps): restore the
+ * window, 1/delta and the phase saved before it; return the window.
+ */
+static inline u32 copa_undo(struct copa *ca, u32 cwnd)
+{
+	u32 inv = (u32)ca->prior_inv_delta << COPA_PRIOR_SHIFT;
+
+	ca->inv_delta = clamp_t(u32, max(ca->inv_delta, inv),
+				COPA_INV_DELTA_MIN, COPA_INV_DELTA_MAX);
+	if (!ca->prior_slow_start)
+		ca->slow_start = 0;
+	copa_reset_velocity(ca);
+	ca->cwnd_acc = 0;
+	ca->loss_second = 0;
+	ca->loss_lost = 0;
+	ca->loss_delivered = 0;
+	return max(cwnd, ca->prior_cwnd);
+}
+
+/*
+ * Sending restarts with nothing in flight after @idle_us of silence: pace
+ * the first round at the rate the window last sustained, and forget RTT
+ * history older than the filters' windows.
+ */
+static inline void copa_on_tx_start(struct copa *ca, u64 idle_us, u32 srtt_us)
+{
+	u32 srtt = max(srtt_us, 1U);
+
+	ca->calm = 1;
+	copa_win_expire(&ca->rtt_min, idle_us, COPA_RTT_MIN_WIN_US / 2);
+	copa_win_expire(&ca->rtt_standing, idle_us, srtt / 4);
+	copa_win_expire(&ca->rtt_max, idle_us, 2 * srtt);
+}
+
+/* ---------------------------------------------------------------------
+ * Policer detection (tcp_copa_policer), after BBRv1's long-term sampling.
+ */
+
+#define POLICER_MIN_ROUNDS	4	/* an interval spans 4 to 16 rounds */
+#define POLICER_MAX_ROUNDS	16
+#define POLICER_RATE_SLACK	500	/* bytes/s (4 kbit/s) always agree */
+#define POLICER_QUEUE_LOW_DIV	4	/* queue low: dq < RTTmin / 4 */
+#define POLICER_MAX_PKTS	(1U << 26) /* per interval, keeps bytes*1e6 in u64 */
+
+/* Copa plus the detector's state: 101 bytes, in icsk_ca_priv. */
+struct copa_policer {
+	struct copa	copa;
+	u32	start_us;		/* interval start, clock low bits */
+	u32	start_delivered;	/* delivered at interval start */
+	u32	start_lost;		/* lost at interval start */
+	u32	last_rate;		/* previous interval's rate, bytes/s */
+	u8	rounds;			/* rounds in this interval */
+	u8	hold_left;		/* rounds left at the held rate */
+	u8	hold_rounds;		/* rounds to hold, 1-255 */
+	u8	loss_thresh:7,		/* percent lost for an interval to count */
+		detect:1;		/* detection on */
+	u8	rate_tol:7,		/* percent two rates may differ */
+		sampling:1;		/* an interval is open */
+};
+
+static inline void policer_reset(struct copa_policer *cp)
+{
+	cp->sampling = 0;
+	cp->last_rate = 0;
+}
+
+static inline void policer_start_interval(struct copa_policer *cp,
+					  const struct copa_ack *ack)
+{
+	cp->start_us = (u32)ack->now_us;
+	cp->start_delivered = ack->delivered;
+	cp->start_lost = ack->lost;
+	cp->rounds = 0;
+	cp->sampling = 1;
+}
+
+static inline bool policer_interval_lossy(const struct copa_policer *cp,
+					  const struct copa_ack *ack)
+{
+	u64 delivered = ack->delivered - cp->start_delivered;
+	u64 lost = ack->lost - cp->start_lost;
+
+	return delivered && lost * 100 >= delivered * cp->loss_thresh;
+}
+
+static inline bool policer_queue_low(const struct copa *ca)
+{
+	return copa_dq_us(ca) < copa_win_min(&ca->rtt_min) / POLICER_QUEUE_LOW_DIV;
+}
+
+/* Delivery rate over the interval, bytes per second (saturates at u32). */
+static inline u32 policer_interval_rate(const struct copa_policer *cp,
+					const struct copa_ack *ack)
+{
+	u32 pkts = min(ack->delivered - cp->start_delivered, POLICER_MAX_PKTS);
+	u64 bytes = (u64)pkts * ack->mss;
+	u32 elapsed = max((u32)ack->now_us - cp->start_us, 1U);
+
+	return min_t(u64, div_u64(bytes * COPA_USEC_PER_SEC, elapsed), U32_MAX);
+}
+
+static inline bool policer_rates_agree(const struct copa_policer *cp, u32 rate)
+{
+	u32 diff = max(rate, cp->last_rate) - min(rate, cp->last_rate);
+
+	return diff <= POLICER_RATE_SLACK ||
+	       (u64)diff * 100 <= (u64)cp->last_rate * cp->rate_tol;
+}
+
+/* Close the interval at this loss: hold, or remember its rate. */
+static inline void policer_end_interval(struct copa_policer *cp,
+					const struct copa_ack *ack)
+{
+	u32 rate;
+
+	if (!policer_interval_lossy(cp, ack) || !policer_queue_low(&cp->copa))
+		return;
+	rate = policer_interval_rate(cp, ack);
+	if (cp->last_rate && policer_rates_agree(cp, rate)) {
+		copa_hold(&cp->copa, rate / 2 + cp->last_rate / 2);
+		cp->hold_left = cp->hold_rounds;
+		policer_reset(cp);
+		return;
+	}
+	cp->last_rate = rate;
+	policer_start_interval(cp, ack);
+}
+
+/*
+ * Count down the hold. When it ends Copa probes again from one BDP of the
+ * policed rate with its configured delta: the hold, not the loss
+ * reaction, answered the policer's losses.
+ */
+static inline void policer_count_hold(struct copa_policer *cp,
+				      struct copa_ack *ack)
+{
+	if (cp->copa.round_start && --cp->hold_left == 0)
+		copa_end_hold(&cp->copa, ack);
+}
+
+/* After copa_on_ack(): sample, hold, or end a hold. */
+static inline void policer_on_ack(struct copa_policer *cp,
+				  struct copa_ack *ack)
+{
+	if (!cp->detect)
+		return;
+	if (cp->copa.hold_rate) {
+		policer_count_hold(cp, ack);
+		return;
+	}
+	if (ack->app_limited) {
+		policer_reset(cp);
+		return;
+	}
+	if (!cp->sampling) {
+		if (ack->losses > 0)
+			policer_start_interval(cp, ack);
+		return;
+	}
+	if (cp->copa.round_start && ++cp->rounds > POLICER_MAX_ROUNDS) {
+		policer_reset(cp);
+		return;
+	}
+	if (ack->losses > 0 && cp->rounds >= POLICER_MIN_ROUNDS)
+		policer_end_interval(cp, ack);
+}
+
+/* A new connection, after copa_reset(). */
+static inline void policer_init(struct copa_policer *cp, bool detect,
+				u32 loss_thresh, u32 rate_tol, u32 hold_rounds)
+{
+	cp->detect = detect;
+	cp->loss_thresh = clamp_t(u32, loss_thresh, 1, 100);
+	cp->rate_tol = clamp_t(u32, rate_tol, 1, 100);
+	cp->hold_rounds = clamp_t(u32, hold_rounds, 1, 255);
+	cp->hold_left = 0;
+	policer_reset(cp);
+}
+
+#endif /* _TCP_COPA_ALGO_H */
