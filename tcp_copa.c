@@ -271,43 +271,39 @@ EXPORT_SYMBOL_GPL(copa_get_info);
  * Tunables: module parameters and per-namespace sysctls.
  */
 
-/* Parse a decimal with up to three places ("0.04") as thousandths. */
-static int copa_parse_milli(const char *s, unsigned int *out)
+/*
+ * Parse one value from the len bytes at s, which need not end in a NUL.
+ * As for the core integer sysctls (kernel/sysctl.c: proc_skip_spaces(),
+ * proc_get_long()), white space may surround the value and nothing else
+ * may; there is no sign. "milli" values take up to three decimal places
+ * ("0.04" is 40). Overflow stops at t->max, which fits in an unsigned int.
+ */
+static int copa_tunable_parse(const struct copa_tunable *t, const char *s,
+			      size_t len, unsigned int *out)
 {
-	unsigned int whole = 0, frac = 0, scale = 1000;
+	unsigned int unit = t->milli ? 1000 : 1;
+	const char *end = s + len;
 	bool digits = false;
+	u64 v = 0;
 
-	for (; isdigit(*s); s++, digits = true) {
-		if (whole > 1000)
+	while (s < end && isspace(*s))
+		s++;
+	for (; s < end && isdigit(*s); s++, digits = true) {
+		v = v * 10 + (*s - '0') * unit;
+		if (v > t->max)
 			return -EINVAL;
-		whole = whole * 10 + (*s - '0');
 	}
-	if (*s == '.') {
-		for (s++; isdigit(*s); s++, digits = true) {
-			if (scale == 1)
+	if (t->milli && s < end && *s == '.') {
+		for (s++; s < end && isdigit(*s); s++, digits = true) {
+			if (unit == 1)
 				return -EINVAL;
-			scale /= 10;
-			frac += (*s - '0') * scale;
+			unit /= 10;
+			v += (*s - '0') * unit;
 		}
 	}
-	if (*s == '\n')
+	while (s < end && isspace(*s))
 		s++;
-	if (*s || !digits)
-		return -EINVAL;
-	*out = whole * 1000 + frac;
-	return 0;
-}
-
-static int copa_tunable_parse(const struct copa_tunable *t, const char *s,
-			      unsigned int *out)
-{
-	unsigned int v;
-	int ret;
-
-	ret = t->milli ? copa_parse_milli(s, &v) : kstrtouint(s, 10, &v);
-	if (ret)
-		return -EINVAL;
-	if (v < t->min || v > t->max)
+	if (s != end || !digits || v < t->min || v > t->max)
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -333,7 +329,7 @@ static int copa_tunable_set(const char *val, const struct kernel_param *kp)
 	unsigned int v;
 	int ret;
 
-	ret = copa_tunable_parse(t, val, &v);
+	ret = copa_tunable_parse(t, val, strlen(val), &v);
 	if (!ret)
 		WRITE_ONCE(t->def, v);
 	return ret;
@@ -353,7 +349,13 @@ const struct kernel_param_ops copa_tunable_ops = {
 };
 EXPORT_SYMBOL_GPL(copa_tunable_ops);
 
-/* sysctl handler: the value goes through its decimal text form. */
+/*
+ * sysctl handler. Reads show the decimal text form. A write takes one
+ * value from the whole buffer. As in proc_dointvec_minmax() with the
+ * default sysctl_writes_strict=1 (__do_proc_dointvec() and
+ * proc_first_pos_non_zero_ignore()), an empty write or one at a non-zero
+ * position changes nothing and reports success.
+ */
 static int copa_proc_tunable(COPA_CTL_TABLE *table, int write, void *buffer,
 			     size_t *lenp, loff_t *ppos)
 {
@@ -367,17 +369,18 @@ static int copa_proc_tunable(COPA_CTL_TABLE *table, int write, void *buffer,
 	unsigned int v;
 	int ret;
 
-	copa_tunable_format(t, READ_ONCE(*val), text, sizeof(text));
-	ret = proc_dostring(&tmp, write, buffer, lenp, ppos);
-	if (!write || ret)
-		return ret;
-	/* A full buffer may have been truncated: refuse it. */
-	if (strnlen(text, sizeof(text)) >= sizeof(text) - 1)
-		return -EINVAL;
-	ret = copa_tunable_parse(t, text, &v);
-	if (!ret)
+	if (!write) {
+		copa_tunable_format(t, READ_ONCE(*val), text, sizeof(text));
+		return proc_dostring(&tmp, write, buffer, lenp, ppos);
+	}
+	if (!*ppos && *lenp) {
+		ret = copa_tunable_parse(t, buffer, *lenp, &v);
+		if (ret)
+			return ret;
 		WRITE_ONCE(*val, v);
-	return ret;
+	}
+	*ppos += *lenp;
+	return 0;
 }
 
 const unsigned int *copa_params_of(const struct copa_params *p,

@@ -4,8 +4,11 @@
 tcp_copa_policer: valid values read back in canonical form, invalid ones
 fail with EINVAL and change nothing, namespaces are independent, a new
 namespace starts from the module parameters, and a new socket takes its
-namespace's values while an open one keeps the values it started with."""
+namespace's values while an open one keeps the values it started with.
+Blanks around a value are accepted, and a sysctl write at a non-zero file
+position is ignored, as for the core tcp sysctls."""
 
+import os
 import time
 
 from ksft import (NetNS, bg, cmd, copa_traced, errno_name, in_netns,
@@ -14,28 +17,51 @@ from ksft import (NetNS, bg, cmd, copa_traced, errno_name, in_netns,
                   write_errno, write_text)
 
 # module -> parameter -> (valid writes with their read-back, invalid writes)
-# An empty write is "\n", as echo and sysctl -w name= send it.
+# Each write gets a trailing "\n", as echo and sysctl -w send it; an empty
+# write is that "\n" alone. As for the core tcp sysctls, blanks may
+# surround the one value, and neither a sign nor a second value is taken.
 PARAMS = {
     "tcp_copa": {
         "delta": ([("1", "1"), ("0.5", "0.5"), ("0.04", "0.04"),
-                   ("0.001", "0.001"), ("0.250", "0.25"), ("1.000", "1")],
+                   ("0.001", "0.001"), ("0.250", "0.25"), ("1.000", "1"),
+                   (" 0.25 ", "0.25"), ("\t0.5\t", "0.5"),
+                   ("\n0.04\n", "0.04")],
                   ["0", "0.000", "-0.5", "1.001", "2", "0.0625", "abc",
-                   "0.5x", "1e-1", ".", "", "99999999999"]),
-        "competitive": ([("0", "0"), ("1", "1")],
-                        ["2", "-1", "abc", "", "0.5", "1x"]),
-        "loss_reaction": ([("0", "0"), ("7", "7"), ("100", "100")],
-                          ["101", "-1", "abc", "", "5.5", "4294967296"]),
+                   "0.5x", "1e-1", ".", "", "99999999999", "+0.5", "+1",
+                   " ", "0.5 0.5", "0.5 x", "0 .5", "- 0.5"]),
+        "competitive": ([("0", "0"), ("1", "1"), (" 0", "0"), ("1 ", "1")],
+                        ["2", "-1", "abc", "", "0.5", "1x", "+1", "1 1",
+                         "\t"]),
+        "loss_reaction": ([("0", "0"), ("7", "7"), ("100", "100"),
+                           ("\t7", "7"), ("  9  ", "9")],
+                          ["101", "-1", "abc", "", "5.5", "4294967296",
+                           "+7", "5 6", "7\tx", "-0"]),
     },
     "tcp_copa_policer": {
-        "detect": ([("0", "0"), ("1", "1")], ["2", "-1", "x", ""]),
-        "loss_thresh": ([("1", "1"), ("50", "50"), ("100", "100")],
-                        ["0", "101", "-3", "x", "", "20.5"]),
-        "rate_tol": ([("1", "1"), ("12", "12"), ("100", "100")],
-                     ["0", "101", "-3", "x", ""]),
-        "hold_rounds": ([("1", "1"), ("100", "100"), ("255", "255")],
-                        ["0", "256", "-1", "x", "", "4294967296"]),
+        "detect": ([("0", "0"), ("1", "1"), ("\t1\t", "1")],
+                   ["2", "-1", "x", "", "+0", "0 1"]),
+        "loss_thresh": ([("1", "1"), ("50", "50"), ("100", "100"),
+                         (" 33", "33")],
+                        ["0", "101", "-3", "x", "", "20.5", "+20", "20 20"]),
+        "rate_tol": ([("1", "1"), ("12", "12"), ("100", "100"),
+                      ("12 ", "12")],
+                     ["0", "101", "-3", "x", "", "+12", "12 1"]),
+        "hold_rounds": ([("1", "1"), ("100", "100"), ("255", "255"),
+                         ("\t48 ", "48")],
+                        ["0", "256", "-1", "x", "", "4294967296", "+48",
+                         "48 48"]),
     },
 }
+
+# (module, parameter, first write, second write at the end of the first,
+# value read back): as for the core tcp sysctls, a sysctl write at a
+# non-zero file position is ignored and reports success.
+OFFSET_WRITES = [
+    ("tcp_copa", "delta", "0.1", "5", "0.1"),
+    ("tcp_copa", "competitive", "1", "x", "1"),
+    ("tcp_copa", "loss_reaction", "1", "0", "1"),
+    ("tcp_copa_policer", "hold_rounds", "2", "5", "2"),
+]
 
 
 def param_path(module, name):
@@ -87,6 +113,42 @@ def sysctls_in_netns():
         for module, name, valid, invalid in all_params():
             check_writes(sysctl_path(f"net.ipv4.{module}.{name}"), valid,
                          invalid, ns)
+
+
+def check_offset_writes(ns=None):
+    """A second write(2) on the same open file, at the position the first
+    one left, and a pwrite(2) at that offset on a new open file: both
+    report success and change nothing. Restores the values."""
+    for module, name, first, then, shown in OFFSET_WRITES:
+        path = sysctl_path(f"net.ipv4.{module}.{name}")
+        with in_netns(ns):
+            old = read_text(path)
+            try:
+                fd = os.open(path, os.O_WRONLY)
+                try:
+                    ksft_eq(os.write(fd, first.encode()), len(first), path)
+                    ksft_eq(os.write(fd, then.encode()), len(then),
+                            f"{path} <- {then!r} at offset {len(first)}")
+                finally:
+                    os.close(fd)
+                ksft_eq(read_text(path), shown, f"{path} after the write")
+                fd = os.open(path, os.O_WRONLY)
+                try:
+                    ksft_eq(os.pwrite(fd, then.encode(), len(first)),
+                            len(then), f"pwrite {path}")
+                finally:
+                    os.close(fd)
+                ksft_eq(read_text(path), shown, f"{path} after pwrite")
+            finally:
+                write_text(path, old + "\n")
+    ksft_pr(f"{len(OFFSET_WRITES)} sysctls ignore writes at an offset")
+
+
+def sysctl_offset_writes_ignored():
+    load_copa()
+    check_offset_writes()
+    with NetNS() as ns:
+        check_offset_writes(ns)
 
 
 def netns_independent():
@@ -164,5 +226,6 @@ def sockets_snapshot_netns_values():
 
 
 ksft_run([module_params, sysctls_init_net, sysctls_in_netns,
+          sysctl_offset_writes_ignored,
           netns_independent, new_netns_starts_from_module_params,
           sockets_snapshot_netns_values])
