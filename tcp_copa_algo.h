@@ -178,8 +178,10 @@ static inline void copa_win_max_update(struct copa_win *w, u32 now,
 /* Forget a window whose newest half is older than @idle_us allows. */
 static inline void copa_win_expire(struct copa_win *w, u64 idle_us, u32 half)
 {
-	if (idle_us > 2 * (u64)half)
-		w->cur = w->prev = 0;
+	if (idle_us > 2 * (u64)half) {
+		w->cur = 0;
+		w->prev = 0;
+	}
 }
 
 /* Queueing delay dq = RTTstanding - RTTmin, in us. */
@@ -730,7 +732,7 @@ static inline void copa_on_tx_start(struct copa *ca, u64 idle_us, u32 srtt_us)
 #define POLICER_MAX_ROUNDS	16
 #define POLICER_RATE_SLACK	500	/* bytes/s (4 kbit/s) always agree */
 #define POLICER_QUEUE_LOW_DIV	4	/* queue low: dq < RTTmin / 4 */
-#define POLICER_MAX_PKTS	(1U << 26) /* per interval, keeps bytes*1e6 in u64 */
+#define POLICER_MAX_PKTS	0x4000000U /* 2^26 per interval: bytes*1e6 fit u64 */
 
 /* Copa plus the detector's state: 101 bytes, in icsk_ca_priv. */
 struct copa_policer {
