@@ -30,7 +30,7 @@
 #define COPA_VELOCITY_ROUNDS	3	/* same-direction rounds before v grows */
 #define COPA_MAX_VELOCITY	(1U << 14)
 #define COPA_MIN_CWND		2	/* packets */
-#define COPA_MAX_CWND		(1U << 22)	/* packets; keeps cwnd_acc in s32 */
+#define COPA_MAX_CWND		0x400000U	/* 2^22 packets: cwnd_acc fits s32 */
 #define COPA_INV_DELTA_MIN	COPA_UNIT		/* delta <= 1 */
 #define COPA_INV_DELTA_MAX	(1000U << COPA_SHIFT)	/* delta >= 0.001 */
 #define COPA_INV_DELTA_REGROW	(COPA_UNIT / 32)	/* per loss-free round */
