@@ -28,7 +28,7 @@
 #define COPA_EMPTY_ROUNDS	5	/* queue not empty this long: compete */
 #define COPA_EMPTY_SLACK_US	100	/* "nearly empty" floor, us */
 #define COPA_VELOCITY_ROUNDS	3	/* same-direction rounds before v grows */
-#define COPA_MAX_VELOCITY	(1U << 14)
+#define COPA_MAX_VELOCITY	0x4000U		/* 2^14 packets per round */
 #define COPA_MIN_CWND		2	/* packets */
 #define COPA_MAX_CWND		0x400000U	/* 2^22 packets: cwnd_acc fits s32 */
 #define COPA_INV_DELTA_MIN	COPA_UNIT		/* delta <= 1 */
