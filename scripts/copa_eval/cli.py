@@ -94,12 +94,15 @@ def cmd_show(args):
     print(f"{scenario.name}: {scenario.description}")
     print(f"kind {scenario.kind}, {len(scenario.cases)} case(s) x "
           f"{len(scenario.variants)} variant(s) x {scenario.repeats} "
-          f"repeat(s) of {scenario.duration_s} s; results in "
+          f"repeat(s) of {scenario.duration_s} s"
+          + (f" (figures from {scenario.measure_from_s:g} s on)"
+             if scenario.measure_from_s else "") + "; results in "
           f"{os.path.relpath(runner.default_outdir(scenario))}")
     for case in scenario.cases:
         link = lab.Link(**case.link)
         capped = " (capped)" if case.meta.get("capped") else ""
-        print(f"  {case.id}: {link.rate_mbit} Mbit/s{capped}, "
+        group = f" [{case.meta['group']}]" if case.meta.get("group") else ""
+        print(f"  {case.id}{group}: {link.rate_mbit} Mbit/s{capped}, "
               f"{link.rtt_ms} ms, FIFO {link.buffer_bytes} B, loss "
               f"{link.loss_pct}%, flows "
               + ", ".join(f"{t.count}x{t.cc}" for t in case.flows))
