@@ -65,8 +65,9 @@ FLOW_FIELDS = {"cc", "count", "start_s", "stagger_s", "duration_s",
 EVENT_ACTIONS = ("set_rate", "set_rtt", "set_loss", "set_buffer",
                  "set_policer", "remove_policer")
 TOP_FIELDS = {"name", "description", "kind", "variants", "repeats",
-              "duration_s", "measure_from_s", "sample_ms", "max_rate_mbit", "link", "sweep",
-              "flows", "events", "random_links", "households"}
+              "duration_s", "measure_from_s", "sample_ms", "max_rate_mbit",
+              "link", "sweep", "flows", "events", "random_links",
+              "households"}
 
 
 class ScenarioError(ValueError):
