@@ -84,7 +84,9 @@ def test_plots_of_households_and_time_series(tmp_path):
     record["flows"] = [json.load(open(os.path.join(FIXTURES, name)))
                        for name in ("flow-copa.json", "flow-cubic.json")]
     plots.timeseries(record, str(tmp_path / "timeseries.png"))
-    for name in ("households.png", "timeseries.png"):
+    record["link_stats"]["measure_from_s"] = 4
+    plots.timeseries(record, str(tmp_path / "warmup.png"))
+    for name in ("households.png", "timeseries.png", "warmup.png"):
         assert (tmp_path / name).stat().st_size > 10000
 
 
