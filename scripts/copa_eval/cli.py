@@ -94,12 +94,15 @@ def cmd_show(args):
     print(f"{scenario.name}: {scenario.description}")
     print(f"kind {scenario.kind}, {len(scenario.cases)} case(s) x "
           f"{len(scenario.variants)} variant(s) x {scenario.repeats} "
-          f"repeat(s) of {scenario.duration_s} s; results in "
+          f"repeat(s) of {scenario.duration_s} s"
+          + (f" (figures from {scenario.measure_from_s:g} s on)"
+             if scenario.measure_from_s else "") + "; results in "
           f"{os.path.relpath(runner.default_outdir(scenario))}")
     for case in scenario.cases:
         link = lab.Link(**case.link)
         capped = " (capped)" if case.meta.get("capped") else ""
-        print(f"  {case.id}: {link.rate_mbit} Mbit/s{capped}, "
+        group = f" [{case.meta['group']}]" if case.meta.get("group") else ""
+        print(f"  {case.id}{group}: {link.rate_mbit} Mbit/s{capped}, "
               f"{link.rtt_ms} ms, FIFO {link.buffer_bytes} B, loss "
               f"{link.loss_pct}%, flows "
               + ", ".join(f"{t.count}x{t.cc}" for t in case.flows))
@@ -144,19 +147,59 @@ def cmd_report(args):
     print(open(os.path.join(args.outdir, "summary.md")).read())
 
 
-def bench_plan():
-    """[(scenario, title)] of the benchmark set in bench.toml."""
-    with open(BENCH_FILE, "rb") as f:
-        spec = tomllib.load(f)
+BENCH_ENTRY_FIELDS = ("scenario", "set", "variants", "repeats")
+
+
+def bench_plan(path=BENCH_FILE):
+    """The Scenarios of the benchmark set in bench.toml: each [[runs]]
+    entry names a scenario and may give ``set`` (overrides), ``variants``
+    and ``repeats`` (runs of each case x variant, 1-100); ScenarioError
+    naming the entry and field otherwise."""
+    try:
+        with open(path, "rb") as f:
+            spec = tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
     default_variants = spec.get("variants")
+    entries = spec.get("runs", [])
+    if not isinstance(entries, list) or not entries:
+        raise ScenarioError(f"{path}: expected [[runs]] entries")
     out = []
-    for i, entry in enumerate(spec.get("runs", [])):
+    for i, entry in enumerate(entries):
+        where = f"{path}: runs.{i}"
+        if not isinstance(entry, dict):
+            raise ScenarioError(f"{where}: expected a table")
+        extra = sorted(set(entry) - set(BENCH_ENTRY_FIELDS))
+        if extra:
+            raise ScenarioError(f"{where}.{extra[0]}: unknown field "
+                                f"(allowed: {', '.join(BENCH_ENTRY_FIELDS)})")
+        if not isinstance(entry.get("scenario"), str):
+            raise ScenarioError(f"{where}.scenario: expected a scenario name"
+                                f", got {entry.get('scenario')!r}")
+        overrides = entry.get("set", [])
+        if not isinstance(overrides, list) or any(
+                not isinstance(o, str) for o in overrides):
+            raise ScenarioError(f"{where}.set: expected a list of "
+                                f"\"PATH=VALUE\" strings, got {overrides!r}")
+        repeats = entry.get("repeats")
+        if repeats is not None and (
+                isinstance(repeats, bool) or not isinstance(repeats, int)
+                or not 1 <= repeats <= 100):
+            raise ScenarioError(f"{where}.repeats: expected an integer "
+                                f"from 1 to 100, got {repeats!r}")
         try:
-            out.append(scenarios.load(
-                entry["scenario"], entry.get("set", []),
-                variants=entry.get("variants", default_variants)))
-        except (KeyError, ScenarioError, VariantError) as exc:
-            raise ScenarioError(f"{BENCH_FILE}: runs.{i}: {exc}") from None
+            scenario = scenarios.load(
+                entry["scenario"], overrides,
+                variants=entry.get("variants", default_variants),
+                repeats=repeats)
+        except (ScenarioError, VariantError) as exc:
+            raise ScenarioError(f"{where}: {exc}") from None
+        if any(s.name == scenario.name for s in out):
+            raise ScenarioError(f"{where}: scenario {scenario.name!r} is "
+                                f"already in the set; give this entry its "
+                                f"own results name with set = "
+                                f"[\"name=...\"]")
+        out.append(scenario)
     return out
 
 
@@ -174,34 +217,47 @@ def cmd_bench(args):
     progress = runner.Progress(total)
     plot = plots_wanted(args)
     t0, revision = time.monotonic(), runner.git_revision()
-    sections, summary, records = [], [], []
+    sections, summary, spreads, records = [], [], [], []
     for scenario in plan:
         sub = os.path.join(outdir, scenario.name)
         runner.prepare(scenario, sub, command_line())
         runner.execute(scenario, sub, progress, plot=plot)
-        recs, _, agg = report.write_reports(sub, plot=plot)
+        recs, rows, agg = report.write_reports(sub, plot=plot)
         ratios = report.headline_ratios(agg)
         records += recs
-        sections.append(bench_section(scenario, agg, ratios))
+        sections.append(bench_section(scenario, agg, ratios, rows))
         summary += [{"scenario": scenario.name, **r} for r in ratios]
+        spreads += [{"scenario": scenario.name, **r}
+                    for r in report.spread_rows(agg)]
         print(sections[-1], flush=True)
     head = bench_head(revision,
                       runs_span_s(records) or time.monotonic() - t0)
     with open(os.path.join(outdir, "bench.md"), "w") as f:
         f.write(bench_markdown(head, sections))
     with open(os.path.join(outdir, "summary.md"), "w") as f:
-        f.write(summary_markdown(head, summary))
+        f.write(summary_markdown(head, summary, spreads))
     publish(outdir, args.doc)
     print(f"results: {outdir}")
 
 
-def bench_section(scenario, agg, ratios):
+def bench_section(scenario, agg, ratios, rows=()):
     ratios = report.ratio_table(ratios)
-    return "\n".join([
-        f"### {scenario.name}", "", scenario.description, "",
-        report.markdown_table(agg, ("case", "variant")), "",
-        "Headline figures as ratios against cubic and bbr in the same "
-        "case:" if ratios else "", "", ratios, ""])
+    lines = [f"### {scenario.name}", "", scenario.description, ""]
+    if scenario.repeats > 1 or scenario.measure_from_s:
+        lines += [", ".join(filter(None, [
+            f"{scenario.repeats} runs of each case and variant: figures "
+            f"are medians, min-max spans the runs" if scenario.repeats > 1
+            else "", f"figures leave out the first "
+            f"{scenario.measure_from_s:g} s of each run"
+            if scenario.measure_from_s else ""])) + ".", ""]
+    lines += [report.markdown_table(agg, ("case", "variant")), "",
+              "Headline figures as ratios against cubic and bbr in the same "
+              "case:" if ratios else "", "", ratios, ""]
+    houses = report.household_table(report.household_rows(rows, agg))
+    if houses:
+        lines += ["Per household:", "", report.HOUSEHOLD_INTRO, "", houses,
+                  ""]
+    return "\n".join(lines)
 
 
 def runs_span_s(records):
@@ -234,18 +290,29 @@ def bench_markdown(head, sections):
         "# Benchmark results", "", head, "",
         "Utilisation is goodput over the configured capacity (0.956 is the "
         "ceiling with 1514-byte frames); qdelay is srtt minus the "
-        "configured base RTT; retrans is bytes retransmitted per byte "
-        "acknowledged; share is throughput over the equal share.", ""]
+        "configured base RTT; backlog qdelay is the bottleneck FIFO's "
+        "backlog over its rate (all flows of the link); retrans is bytes "
+        "retransmitted per byte acknowledged; share is throughput over the "
+        "equal share. Entries run more than once show medians and the "
+        "min-max over the runs (utilisation range in percentage points).",
+        ""]
     return "\n".join(lines + sections) + "\n"
 
 
-def summary_markdown(head, rows):
-    """Every headline ratio of the run in one table, for the README."""
-    return "\n".join([
+def summary_markdown(head, rows, spreads=()):
+    """Every headline ratio of the run in one table, for the README, and
+    the spread over repeats of the entries run more than once."""
+    lines = [
         head, "",
-        "Each Copa variant's throughput, p95 queueing delay and "
+        "Each Copa variant's throughput, mean and p95 queueing delay and "
         "retransmission overhead divided by cubic's and bbr's in the same "
-        "case (below 1 is less):", "", report.ratio_table(rows)]) + "\n"
+        "case (below 1 is less; with repeats, of the medians):", "",
+        report.ratio_table(rows)]
+    if spreads:
+        lines += ["", "Spread over repeats: the median of the runs and "
+                  "their min-max (in brackets, max - min; utilisation in "
+                  "percentage points):", "", report.ratio_table(spreads)]
+    return "\n".join(lines) + "\n"
 
 
 def splice_readme(text, block):

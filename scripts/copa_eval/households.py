@@ -112,14 +112,24 @@ def select_units(households, unit_ids):
     return [households[str(u)] for u in unit_ids]
 
 
-def sample_per_group(households, per_group, seed):
-    """``per_group`` households from each price group, drawn without
-    replacement with probability proportional to their sampling weight
-    (Efraimidis-Spirakis keys), reproducibly from ``seed``.
+def sample_per_group(households, per_group, seed, groups=None):
+    """``per_group`` households from each price group in ``groups`` (label
+    list, default all, in PRICE_GROUPS order), drawn without replacement
+    with probability proportional to their sampling weight
+    (Efraimidis-Spirakis keys), reproducibly from ``seed``. Each group
+    draws from its own generator, seeded by ``seed`` and its label, so a
+    group's households do not depend on which other groups are chosen.
     """
-    rng = random.Random(seed)
+    labels = [label for label, _, _ in PRICE_GROUPS]
+    wanted = labels if groups is None else list(groups)
+    unknown = [g for g in wanted if g not in labels]
+    if unknown:
+        raise HouseholdError(f"households.groups: unknown price group "
+                             f"{unknown[0]!r} (the groups: "
+                             f"{', '.join(labels)})")
     chosen = []
-    for label, _, _ in PRICE_GROUPS:
+    for label in (g for g in labels if g in wanted):
+        rng = random.Random(f"{seed}:{label}")
         members = sorted((h for h in households.values() if h.group == label),
                          key=lambda h: h.unit_id)
         if len(members) < per_group:

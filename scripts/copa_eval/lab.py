@@ -39,11 +39,14 @@ select="setsockopt")``
     by "setsockopt" (iperf3 -C), "sysctl" (net.ipv4.tcp_congestion_control
     of the sender namespace) or "route" (``ip route ... congctl``).
 
-``run(link, flows, duration_s, events=None, sample_ms=100) -> Result``
+``run(link, flows, duration_s, events=None, sample_ms=100,
+measure_from_s=0) -> Result``
     Builds the topology, runs the flows, samples every ``sample_ms`` and
     always tears everything down. ``events`` is a list of
     (t_seconds, callable(Topology)) fired during the run, e.g.
-    ``(10, lambda topo: topo.remove_policer())``.
+    ``(10, lambda topo: topo.remove_policer())``. ``measure_from_s``
+    leaves out a warm-up: every figure (flows and link) counts only the
+    samples taken from that second of the run on; the series keep all.
 
 ``Topology`` (also a context manager: ``with Topology(link, flows) as t``)
     Live changes: set_rate(mbit), set_rtt(ms), set_loss(pct),
@@ -61,7 +64,8 @@ select="setsockopt")``
     Figures are None when undefined (e.g. no sample).
     ``link_stats``: LinkStats (utilisation = goodput of all flows over the
     run / capacity, wire_utilisation from the bottleneck's byte counter,
-    drops, backlog series {t, bytes}, qdelay_*_ms from the backlog).
+    drops, backlog series {t, bytes}, qdelay_*_ms from the backlog,
+    measure_from_s).
     ``jain_index`` over the flows' throughputs (None for one flow),
     ``cpu_busy`` of the machine during the run, ``sample_lag_p95_ms``
     (lateness of the sampling ticks: a starved machine shows here),
@@ -289,6 +293,7 @@ class FlowResult:
     series: dict
     iperf: dict
     samples: dict       # raw tcp_info samples, one list per field
+    measure_from_s: float = 0   # figures count samples from here on
 
 
 @dataclass
@@ -301,6 +306,7 @@ class LinkStats:
     qdelay_p50_ms: float
     qdelay_p95_ms: float
     backlog: dict
+    measure_from_s: float = 0   # figures count samples from here on
 
 
 @dataclass
@@ -798,7 +804,8 @@ def flow_duration(flow, duration_s):
     return seconds
 
 
-def run(link, flows, duration_s, events=None, sample_ms=100):
+def run(link, flows, duration_s, events=None, sample_ms=100,
+        measure_from_s=0):
     """Run ``flows`` over ``link`` for ``duration_s`` seconds; see module doc.
 
     Returns a Result. Always removes the namespaces and processes it made.
@@ -808,6 +815,9 @@ def run(link, flows, duration_s, events=None, sample_ms=100):
     _require(isinstance(sample_ms, int) and 10 <= sample_ms <= 10000,
              "sample_ms", f"must be an integer in 10..10000, got "
              f"{sample_ms!r}")
+    _require(_is_number(measure_from_s) and 0 <= measure_from_s <
+             duration_s, "measure_from_s", f"must be >= 0 and below "
+             f"duration_s = {duration_s}, got {measure_from_s!r}")
     _require(len(flows) >= 1, "flows", "at least one flow")
     durations = [flow_duration(f, duration_s) for f in flows]
     events = sorted(events or [], key=lambda e: e[0])
@@ -829,7 +839,7 @@ def run(link, flows, duration_s, events=None, sample_ms=100):
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return _result(link, flows, durations, duration_s, sample_ms, recorder,
-                   iperf, (cpu, lag), layout, events)
+                   iperf, (cpu, lag), layout, events, measure_from_s)
 
 
 def _drive(topo, traffic, recorder, durations, duration_s, events, step):
@@ -868,10 +878,11 @@ def _drive(topo, traffic, recorder, durations, duration_s, events, step):
     return busy, metrics.percentile(lags, 95)
 
 
-def _flow_result(i, flow, seconds, link, samples, cc_seen, iperf):
+def _flow_result(i, flow, seconds, link, samples, cc_seen, iperf,
+                 measure_from_s=0):
     base = link.rtt_ms + flow.extra_rtt_ms
     figures = metrics.flow_figures(samples, seconds, base,
-                                   link.capacity_mbit)
+                                   link.capacity_mbit, measure_from_s)
     columns = ["t", "bytes_acked", "bytes_retrans", "rtt_us", "cwnd",
                "state"] + (["mode"] if any("mode" in s for s in samples)
                            else [])
@@ -879,43 +890,50 @@ def _flow_result(i, flow, seconds, link, samples, cc_seen, iperf):
     return FlowResult(
         index=i, cc=flow.cc, select=flow.select, sysctls=flow.sysctls,
         start_s=flow.start_s, duration_s=seconds, base_rtt_ms=base,
-        cc_observed=cc_seen, iperf=iperf, samples=raw, **figures)
+        cc_observed=cc_seen, iperf=iperf, samples=raw,
+        measure_from_s=measure_from_s, **figures)
 
 
-def _link_stats(link, duration_s, flow_results, samples):
-    samples = metrics.in_window(samples, 0, duration_s)
+def _link_stats(link, duration_s, flow_results, samples, measure_from_s=0):
+    """Bottleneck figures over [measure_from_s, duration_s] of the run;
+    the backlog series covers the whole run."""
+    every = metrics.in_window(samples, 0, duration_s)
+    samples = metrics.in_window(samples, measure_from_s, duration_s)
     goodput_bytes = 0.0
     for fr in flow_results:
         if fr.throughput_mbit is not None:
-            goodput_bytes += fr.throughput_mbit * 1e6 / 8 * fr.duration_s
+            end = fr.start_s + fr.duration_s
+            seconds = max(0.0, end - max(fr.start_s, measure_from_s))
+            goodput_bytes += fr.throughput_mbit * 1e6 / 8 * seconds
     delays = [metrics.backlog_delay_ms(s["backlog"], s["rate_mbit"])
               for s in samples]
     dist = metrics.distribution(delays)
     wire = metrics.counter_rate_mbit(samples, "bytes")
     return LinkStats(
         utilisation=metrics.utilisation(
-            metrics.mbit_per_s(goodput_bytes, duration_s),
+            metrics.mbit_per_s(goodput_bytes, duration_s - measure_from_s),
             link.capacity_mbit),
         wire_utilisation=metrics.utilisation(wire, link.capacity_mbit),
         drops=samples[-1]["drops"] if samples else None,
         qdelay_mean_ms=dist["mean"], qdelay_p50_ms=dist["p50"],
         qdelay_p95_ms=dist["p95"],
-        backlog={"t": [round(s["t"], 3) for s in samples],
-                 "bytes": [s["backlog"] for s in samples]})
+        backlog={"t": [round(s["t"], 3) for s in every],
+                 "bytes": [s["backlog"] for s in every]},
+        measure_from_s=measure_from_s)
 
 
 def _result(link, flows, durations, duration_s, sample_ms, recorder, iperf,
-            load, layout, events):
+            load, layout, events, measure_from_s=0):
     flow_results = [
         _flow_result(i, f, durations[i], link, recorder.flow_samples[i],
-                     recorder.cc_seen[i], iperf[i])
+                     recorder.cc_seen[i], iperf[i], measure_from_s)
         for i, f in enumerate(flows)]
     throughputs = [fr.throughput_mbit or 0.0 for fr in flow_results]
     return Result(
         link=link, duration_s=duration_s, sample_ms=sample_ms,
         flows=flow_results,
         link_stats=_link_stats(link, duration_s, flow_results,
-                               recorder.link_samples),
+                               recorder.link_samples, measure_from_s),
         jain_index=metrics.jain_index(throughputs) if len(flows) > 1
         else None,
         cpu_busy=load[0], sample_lag_p95_ms=load[1],

@@ -117,6 +117,29 @@ def backlog_delay_ms(backlog_bytes, rate_mbit):
     return backlog_bytes * 8 / (rate_mbit * 1e3)
 
 
+def serialization_ms(frame_bytes, rate_mbit):
+    """Time to put one ``frame_bytes`` frame on a ``rate_mbit`` link, in ms:
+    the floor of any queueing delay measured from RTT samples (a packet
+    waits for at least the one ahead of it, and its own transmission is
+    in its RTT). None for an unknown rate."""
+    if not rate_mbit:
+        return None
+    return frame_bytes * 8 / (rate_mbit * 1e3)
+
+
+def spread(values):
+    """{"n", "median", "min", "max", "range"} of the per-repeat values of
+    one figure (Nones are left out; every entry None when none is left).
+    ``range`` is max - min, in the figure's own unit."""
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return {"n": 0, "median": None, "min": None, "max": None,
+                "range": None}
+    return {"n": len(values), "median": percentile(values, 50),
+            "min": values[0], "max": values[-1],
+            "range": values[-1] - values[0]}
+
+
 def jain_series(rate_series_by_flow, bin_s):
     """Jain's index over time among the flows active in each time bin.
 
@@ -172,24 +195,40 @@ def fair_share_mbit(capacity_mbit, windows, index):
     return total / (end - start)
 
 
-def flow_figures(samples, seconds, base_rtt_ms, capacity_mbit):
+def flow_figures(samples, seconds, base_rtt_ms, capacity_mbit,
+                 measure_from_s=0):
     """The figures of one flow from its tcp_info samples.
 
     ``samples``: dicts with t, bytes_acked, bytes_retrans, rtt_us (srtt),
     cwnd, state and optionally mode. The flow's window starts at its first
     sample (when iperf3's data connection exists) and lasts ``seconds``;
     samples after the connection left ESTABLISHED are ignored when there
-    are established ones. Returns throughput_mbit, utilisation,
+    are established ones. ``measure_from_s`` (run time, s) excludes a
+    warm-up: the figures count only samples from then on (throughput and
+    retransmissions as counter differences over what is left), while the
+    series keep the whole window. Returns throughput_mbit, utilisation,
     bytes_acked, bytes_retrans, retrans_overhead, qdelay_{mean,p50,p95}_ms
     and series (t, throughput_mbit, rtt_ms, cwnd[, mode]).
     """
     first = samples[0]["t"] if samples else 0.0
     window = in_window(samples, first, first + seconds)
     window = [s for s in window if s["state"] == TCP_ESTABLISHED] or window
-    throughput = counter_rate_mbit(window, "bytes_acked")
+    measured = window
+    if measure_from_s and measure_from_s > first:
+        measured = [s for s in window if s["t"] >= measure_from_s]
+    throughput = counter_rate_mbit(measured, "bytes_acked")
     last = window[-1] if window else {"bytes_acked": 0, "bytes_retrans": 0}
-    qdelay = distribution(queueing_delays_ms([s["rtt_us"] for s in window],
-                                             base_rtt_ms))
+    if measured is window:
+        overhead = retrans_overhead(last["bytes_retrans"],
+                                    last["bytes_acked"])
+    elif len(measured) >= 2:
+        overhead = retrans_overhead(
+            measured[-1]["bytes_retrans"] - measured[0]["bytes_retrans"],
+            measured[-1]["bytes_acked"] - measured[0]["bytes_acked"])
+    else:
+        overhead = None
+    qdelay = distribution(queueing_delays_ms(
+        [s["rtt_us"] for s in measured], base_rtt_ms))
     rates = rate_series(window, "bytes_acked")
     series = {"t": [round(t, 3) for t, _ in rates],
               "throughput_mbit": [round(r, 4) for _, r in rates],
@@ -201,7 +240,6 @@ def flow_figures(samples, seconds, base_rtt_ms, capacity_mbit):
             "utilisation": utilisation(throughput, capacity_mbit),
             "bytes_acked": last["bytes_acked"],
             "bytes_retrans": last["bytes_retrans"],
-            "retrans_overhead": retrans_overhead(last["bytes_retrans"],
-                                                 last["bytes_acked"]),
+            "retrans_overhead": overhead,
             "qdelay_mean_ms": qdelay["mean"], "qdelay_p50_ms": qdelay["p50"],
             "qdelay_p95_ms": qdelay["p95"], "series": series}

@@ -54,6 +54,13 @@ def timeseries(record, path):
                      marker=".", color="black")
         axes[4].set_ylim(0, 1.05)
         axes[4].set_ylabel("Jain's index")
+    measure_from = record["link_stats"].get("measure_from_s") or 0
+    if measure_from:
+        for ax in axes:
+            ax.axvspan(0, measure_from, color="grey", alpha=0.15, lw=0)
+        axes[0].text(measure_from / 2, 0.95, "warm-up, not measured",
+                     transform=axes[0].get_xaxis_transform(), ha="center",
+                     va="top", fontsize="small", color="grey")
     axes[0].set_ylabel("throughput\nMbit/s")
     axes[1].set_ylabel("srtt ms")
     axes[2].set_ylabel("cwnd pkts")

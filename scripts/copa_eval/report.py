@@ -10,24 +10,35 @@ import os
 
 from . import metrics
 
+FRAME_BYTES = 1514      # lab.FRAME_BYTES: a full frame as tbf counts it
+
 CSV_COLUMNS = (
     "scenario", "case", "variant", "repeat", "flow", "cc", "role",
     "rate_mbit", "rtt_ms", "buffer_bytes", "loss_pct", "throughput_mbit",
     "utilisation", "share", "qdelay_mean_ms", "qdelay_p50_ms",
     "qdelay_p95_ms", "retrans_overhead", "bytes_acked", "bytes_retrans",
     "jain_index", "link_utilisation", "link_qdelay_p95_ms", "cpu_busy",
-    "sample_lag_p95_ms", "group", "direction")
+    "sample_lag_p95_ms", "group", "direction", "link_qdelay_mean_ms",
+    "measure_from_s")
 
 # (column title, key in an aggregated row, digits)
 TABLE_COLUMNS = (
     ("Mbit/s", "throughput_mbit", 2), ("util", "utilisation", 3),
     ("qdelay mean ms", "qdelay_mean_ms", 1),
     ("qdelay p95 ms", "qdelay_p95_ms", 1),
+    ("backlog qdelay mean ms", "link_qdelay_mean_ms", 1),
+    ("backlog qdelay p95 ms", "link_qdelay_p95_ms", 1),
     ("retrans", "retrans_overhead", 4), ("Jain", "jain_index", 3),
     ("share", "share", 2), ("competitor share", "competitor_share", 2))
 HEADLINES = (("throughput", "throughput_mbit"),
+             ("mean qdelay", "qdelay_mean_ms"),
              ("p95 qdelay", "qdelay_p95_ms"),
              ("retrans", "retrans_overhead"))
+# Figures whose spread over repeats the tables show: (title, key, digits,
+# scale of the spread: utilisation in percentage points)
+SPREAD_COLUMNS = (("util", "utilisation", 3, 100),
+                  ("qdelay mean ms", "qdelay_mean_ms", 1, 1),
+                  ("qdelay p95 ms", "qdelay_p95_ms", 1, 1))
 
 
 def load_records(outdir):
@@ -66,6 +77,8 @@ def flow_rows(records):
                 loss_pct=link["loss_pct"], jain_index=rec["jain_index"],
                 link_utilisation=rec["link_stats"]["utilisation"],
                 link_qdelay_p95_ms=rec["link_stats"]["qdelay_p95_ms"],
+                link_qdelay_mean_ms=rec["link_stats"].get("qdelay_mean_ms"),
+                measure_from_s=rec["link_stats"].get("measure_from_s", 0),
                 cpu_busy=rec["cpu_busy"],
                 sample_lag_p95_ms=rec["sample_lag_p95_ms"],
                 group=meta.get("group"), direction=meta.get("direction"))
@@ -92,38 +105,92 @@ def _mean_of(rows, key):
 
 
 def aggregate(rows, keys=("case", "variant")):
-    """Rows averaged per ``keys``: the variant's flows give the figures,
-    the competitor flows (fixed algorithms) give competitor_share.
-    Returns a list of dicts in first-seen order."""
+    """One row per ``keys``: within each run (repeat) the variant's flows
+    are averaged (the competitor flows, fixed algorithms, give
+    competitor_share), then the runs' figures give the median (the row's
+    figure) and, under "spread", metrics.spread() of each figure over the
+    runs. Returns a list of dicts in first-seen order; "runs" counts the
+    repeats."""
     groups = {}
     for row in rows:
         groups.setdefault(tuple(row[k] for k in keys), []).append(row)
     out = []
     for key, members in groups.items():
-        own = [r for r in members if r["role"] == "variant"]
-        other = [r for r in members if r["role"] == "competitor"]
+        by_run = {}
+        for r in members:
+            by_run.setdefault((r["case"], r["variant"], r["repeat"]),
+                              []).append(r)
+        per_run = []
+        for run_rows in by_run.values():
+            own = [r for r in run_rows if r["role"] == "variant"]
+            other = [r for r in run_rows if r["role"] == "competitor"]
+            figures = {field: _mean_of(own, field)
+                       for _, field, _ in TABLE_COLUMNS[:-1]}
+            figures["competitor_share"] = _mean_of(other, "share")
+            per_run.append(figures)
         agg = dict(zip(keys, key))
-        for _, field, _ in TABLE_COLUMNS[:-1]:
-            agg[field] = _mean_of(own, field)
-        agg["competitor_share"] = _mean_of(other, "share")
-        agg["runs"] = len({(r["case"], r["variant"], r["repeat"])
-                           for r in members})
+        agg["spread"] = {}
+        for _, field, _ in TABLE_COLUMNS:
+            spread = metrics.spread(f[field] for f in per_run)
+            agg[field] = spread["median"]
+            agg["spread"][field] = spread
+        agg["runs"] = len(by_run)
         out.append(agg)
     return out
 
 
+def spread_cell(spread, digits, scale=1):
+    """"min-max (range)" of one figure over repeats, e.g. "0.925-0.936
+    (1.1 pts)" for utilisation (``scale`` 100: percentage points); "-"
+    without values."""
+    if not spread or spread.get("min") is None:
+        return "-"
+    unit = " pts" if scale == 100 else ""
+    return (f"{spread['min']:.{digits}f}-{spread['max']:.{digits}f} "
+            f"({spread['range'] * scale:.1f}{unit})")
+
+
 def markdown_table(agg_rows, keys):
-    """A Markdown table of aggregated rows; empty columns are dropped."""
+    """A Markdown table of aggregated rows; empty columns are dropped.
+    With repeats (a row of more than one run), figures are medians over
+    the runs, and "runs" plus min-max columns of SPREAD_COLUMNS follow."""
     columns = [c for c in TABLE_COLUMNS
                if any(r.get(c[1]) is not None for r in agg_rows)]
+    repeated = any(r.get("runs", 1) > 1 for r in agg_rows)
     head = [k for k in keys] + [title for title, _, _ in columns]
+    if repeated:
+        head += ["runs"] + [f"{title} min-max (range)"
+                            for title, _, _, _ in SPREAD_COLUMNS]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("---" for _ in head) + "|"]
     for row in agg_rows:
         cells = [str(row[k]) for k in keys]
         cells += [_fmt(row.get(field), digits) for _, field, digits in columns]
+        if repeated:
+            cells.append(str(row.get("runs", 1)))
+            cells += [spread_cell(row.get("spread", {}).get(field), digits,
+                                  scale)
+                      for _, field, digits, scale in SPREAD_COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def spread_rows(agg_rows):
+    """The rows of a spread table (bench summary): per case and variant
+    run more than once, the median and min-max of SPREAD_COLUMNS."""
+    out = []
+    for row in agg_rows:
+        if row.get("runs", 1) < 2:
+            continue
+        entry = {"case": row["case"], "variant": row["variant"],
+                 "runs": str(row["runs"])}
+        for title, field, digits, scale in SPREAD_COLUMNS:
+            spread = row.get("spread", {}).get(field)
+            entry[f"{title} median"] = _fmt(row.get(field), digits)
+            entry[f"{title} min-max (range)"] = spread_cell(spread, digits,
+                                                            scale)
+        out.append(entry)
+    return out
 
 
 def _fmt(value, digits):
@@ -210,6 +277,65 @@ def group_table(groups):
     return "\n".join(lines)
 
 
+HOUSEHOLD_RATIOS = (("throughput", "throughput_mbit"),
+                    ("mean qdelay", "qdelay_mean_ms"),
+                    ("p95 qdelay", "qdelay_p95_ms"),
+                    ("backlog mean", "link_qdelay_mean_ms"),
+                    ("backlog p95", "link_qdelay_p95_ms"))
+
+
+def household_rows(rows, agg_rows, baseline="cubic"):
+    """Households: per household, direction and variant, the link (rate,
+    base RTT and the serialization time of one full frame, the floor of
+    RTT-based queueing delay on slow links), the figures (medians over
+    repeats) with queueing delay from srtt and from the bottleneck
+    backlog side by side, and each figure over ``baseline``'s in the same
+    case. [] when no row belongs to a household."""
+    links = {}
+    for row in rows:
+        if row.get("group"):
+            links.setdefault(row["case"], row)
+    by_key = {(r["case"], r["variant"]): r for r in agg_rows}
+    out = []
+    for agg in agg_rows:
+        link = links.get(agg["case"])
+        if link is None:
+            continue
+        ref = by_key.get((agg["case"], baseline))
+        entry = {"household": agg["case"], "group": link["group"],
+                 "Mbit/s": link["rate_mbit"], "base RTT ms": link["rtt_ms"],
+                 "1 frame ms": metrics.serialization_ms(FRAME_BYTES,
+                                                        link["rate_mbit"]),
+                 "variant": agg["variant"],
+                 "util": agg.get("utilisation"),
+                 "qdelay mean ms": agg.get("qdelay_mean_ms"),
+                 "qdelay p95 ms": agg.get("qdelay_p95_ms"),
+                 "backlog mean ms": agg.get("link_qdelay_mean_ms"),
+                 "backlog p95 ms": agg.get("link_qdelay_p95_ms")}
+        for title, field in HOUSEHOLD_RATIOS:
+            entry[f"{title} / {baseline}"] = (
+                None if agg["variant"] == baseline or ref is None
+                else _ratio(agg.get(field), ref.get(field)))
+        out.append(entry)
+    return out
+
+
+def household_table(entries):
+    """Markdown of household_rows(); "" without households."""
+    if not entries:
+        return ""
+    digits = {"Mbit/s": 3, "base RTT ms": 1, "1 frame ms": 1, "util": 3}
+    head = list(entries[0])
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---" for _ in head) + "|"]
+    for e in entries:
+        lines.append("| " + " | ".join(
+            e[k] if isinstance(e[k], str)
+            else _fmt(e[k], digits.get(k, 2 if " / " in k else 1))
+            for k in head) + " |")
+    return "\n".join(lines)
+
+
 def convergence_table(records):
     lines = []
     for rec in records:
@@ -242,12 +368,34 @@ def notes(records, manifest):
                    f"(sampling ticks late by > 50 ms at p95); treat their "
                    f"figures with suspicion: {', '.join(starved[:8])}"
                    f"{' ...' if len(starved) > 8 else ''}.")
+    measure_from = manifest.get("resolved", {}).get("measure_from_s") or 0
+    if measure_from:
+        out.append(f"Every figure leaves out the first {measure_from:g} s of "
+                   f"each run (measure_from_s): throughput, retransmissions "
+                   f"and queueing delay count only the samples after it; "
+                   f"the time series show the whole run.")
+    if any(r.get("repeat", 1) > 1 for r in records):
+        out.append("With repeats, each figure is the median over the runs "
+                   "of a case and variant; min-max gives the lowest and "
+                   "highest run and, in brackets, their difference "
+                   "(utilisation in percentage points).")
     out.append("Utilisation is goodput over the configured capacity "
                "(bottleneck or policer rate, counted on 1514-byte frames, "
                "so 0.956 is the ceiling); queueing delay is each srtt "
-               "sample minus the flow's configured base RTT; share is "
-               "throughput over the time-averaged equal share.")
+               "sample minus the flow's configured base RTT; backlog "
+               "queueing delay is the bottleneck FIFO's backlog over its "
+               "rate, sampled every sample_ms, for the whole link (all "
+               "flows of the run); share is throughput over the "
+               "time-averaged equal share.")
     return out
+
+
+HOUSEHOLD_INTRO = (
+    "Queueing delay from srtt samples (qdelay) beside the bottleneck "
+    "backlog's (backlog), and each variant's figures over cubic's in the "
+    "same household. \"1 frame ms\" is the serialization time of one "
+    "1514-byte frame at the household's rate: srtt-based delay cannot go "
+    "below it, so on slow links it sets a floor under the ratios.")
 
 
 def write_reports(outdir, plot=True):
@@ -265,6 +413,9 @@ def write_reports(outdir, plot=True):
     if groups:
         parts += ["## Per price group (medians over households)", "",
                   group_table(groups), ""]
+    houses = household_table(household_rows(rows, agg))
+    if houses:
+        parts += ["## Per household", "", HOUSEHOLD_INTRO, "", houses, ""]
     conv = convergence_table(records)
     if conv:
         parts += ["## Convergence", "", conv, ""]

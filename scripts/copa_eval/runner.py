@@ -208,7 +208,8 @@ def run_one(scenario, spec, directory):
     started = datetime.datetime.now().isoformat(timespec="seconds")
     t0 = time.monotonic()
     result = lab.run(link, flows, scenario.duration_s, events=events,
-                     sample_ms=scenario.sample_ms)
+                     sample_ms=scenario.sample_ms,
+                     measure_from_s=scenario.measure_from_s)
     record = run_record(scenario, spec, result, roles)
     record.update(started=started, wall_s=round(time.monotonic() - t0, 1),
                   modules=module_info())

@@ -13,6 +13,7 @@ is documented in Documentation/evaluation.rst; in short:
     variants = ["cubic", "bbr", "copa"]
     repeats = 1
     duration_s = 20
+    measure_from_s = 0              # figures leave out the first seconds
     sample_ms = 100
     max_rate_mbit = 50              # faster links are refused (or capped)
 
@@ -38,7 +39,8 @@ is documented in Documentation/evaluation.rst; in short:
 
 kind = "random_links" adds ``[random_links]`` (count, seed and [low, high]
 ranges for rate_mbit, rtt_ms, buffer_bdp); kind = "households" adds
-``[households]`` (csv, units or per_group + seed, directions, buffer_bdp).
+``[households]`` (csv, units or per_group + seed [+ groups], directions,
+buffer_bdp).
 """
 
 import copy
@@ -63,8 +65,9 @@ FLOW_FIELDS = {"cc", "count", "start_s", "stagger_s", "duration_s",
 EVENT_ACTIONS = ("set_rate", "set_rtt", "set_loss", "set_buffer",
                  "set_policer", "remove_policer")
 TOP_FIELDS = {"name", "description", "kind", "variants", "repeats",
-              "duration_s", "sample_ms", "max_rate_mbit", "link", "sweep",
-              "flows", "events", "random_links", "households"}
+              "duration_s", "measure_from_s", "sample_ms", "max_rate_mbit",
+              "link", "sweep", "flows", "events", "random_links",
+              "households"}
 
 
 class ScenarioError(ValueError):
@@ -106,6 +109,7 @@ class Scenario:
     events: list
     cases: list
     raw: dict           # the resolved scenario, as recorded with results
+    measure_from_s: float = 0   # warm-up left out of every figure
 
 
 def scenario_path(name_or_path):
@@ -255,6 +259,12 @@ def validate(data):
         chk.fail("variants", str(exc))
     repeats = chk.number("repeats", data.get("repeats", 1), 1, 100, True)
     duration = chk.number("duration_s", data.get("duration_s", 20), 1, 3600)
+    measure_from = chk.number("measure_from_s", data.get("measure_from_s", 0),
+                              0)
+    if measure_from >= duration:
+        chk.fail("measure_from_s", f"must be below duration_s = {duration} "
+                 f"(it leaves out the first seconds of each run), got "
+                 f"{measure_from}")
     sample_ms = chk.number("sample_ms", data.get("sample_ms", 100), 10,
                            10000, True)
     max_rate = chk.number("max_rate_mbit", data.get("max_rate_mbit", 50),
@@ -268,12 +278,12 @@ def validate(data):
     cases = builders[kind](chk, data, base, templates, max_rate)
     for case in cases:
         chk.link(f"case {case.id}: link.", case.link, max_rate)
-        _check_flows(chk, case, duration)
+        _check_flows(chk, case, duration, measure_from)
     return Scenario(name=name, description=data["description"].strip(),
                     kind=kind, variants=variants, repeats=repeats,
                     duration_s=duration, sample_ms=sample_ms,
                     max_rate_mbit=max_rate, events=events, cases=cases,
-                    raw=data)
+                    raw=data, measure_from_s=measure_from)
 
 
 def _flow_templates(chk, raw, duration):
@@ -379,7 +389,7 @@ def _random_cases(chk, data, base, templates, max_rate):
 def _household_cases(chk, data, base, templates, max_rate):
     spec = chk.table("households", data.get("households", {}))
     chk.unknown("households.", spec, {"csv", "units", "per_group", "seed",
-                                      "directions", "buffer_bdp"})
+                                      "groups", "directions", "buffer_bdp"})
     csv_path = spec.get("csv", "../shared/data/digitaldivide/"
                         "household-internet-data.csv")
     if not os.path.isabs(csv_path):
@@ -391,18 +401,27 @@ def _household_cases(chk, data, base, templates, max_rate):
                  f"{' and '.join(hh.DIRECTIONS)}, got {directions!r}")
     buffer_bdp = chk.number("households.buffer_bdp",
                             spec.get("buffer_bdp", 2), 0.01)
+    units = spec.get("units", [])
+    if not isinstance(units, list) or any(
+            isinstance(u, bool) or not isinstance(u, (int, str))
+            for u in units):
+        chk.fail("households.units", f"expected a list of unit ids, got "
+                 f"{units!r}")
+    groups = _household_groups(chk, spec.get("groups"))
+    if units and "groups" in spec:
+        chk.fail("households.groups", "select households either by units "
+                 "or by groups (with per_group and seed), not both; set "
+                 "units = [] to sample from groups")
+    per_group = chk.number("households.per_group", spec.get("per_group", 2),
+                           1, 100, True)
+    seed = chk.number("households.seed", spec.get("seed", 1),
+                      integer=True)
     try:
         table = hh.load(csv_path)
-        units = spec.get("units", [])
         if units:
-            if not isinstance(units, list):
-                chk.fail("households.units", "expected a list of unit ids")
             chosen = hh.select_units(table, units)
         else:
-            per_group = chk.number("households.per_group",
-                                   spec.get("per_group", 2), 1, 100, True)
-            chosen = hh.sample_per_group(table, per_group,
-                                         spec.get("seed", 1))
+            chosen = hh.sample_per_group(table, per_group, seed, groups)
     except hh.HouseholdError as exc:
         chk.fail("households", str(exc))
     cases = []
@@ -424,7 +443,24 @@ def _household_cases(chk, data, base, templates, max_rate):
     return cases
 
 
-def _check_flows(chk, case, duration):
+def _household_groups(chk, groups):
+    """The price groups to sample from: every group by default."""
+    labels = [label for label, _, _ in hh.PRICE_GROUPS]
+    if groups is None:
+        return labels
+    if not isinstance(groups, list) or not groups:
+        chk.fail("households.groups", f"expected a non-empty list of price "
+                 f"groups ({', '.join(map(repr, labels))}), got {groups!r}")
+    for group in groups:
+        if group not in labels:
+            chk.fail("households.groups", f"unknown price group {group!r} "
+                     f"(the groups: {', '.join(map(repr, labels))})")
+        if groups.count(group) > 1:
+            chk.fail("households.groups", f"{group!r} is listed twice")
+    return list(groups)
+
+
+def _check_flows(chk, case, duration, measure_from=0):
     for i, tpl in enumerate(case.flows):
         last_start = tpl.start_s + (tpl.count - 1) * tpl.stagger_s
         if last_start >= duration:
@@ -436,6 +472,12 @@ def _check_flows(chk, case, duration):
             chk.fail(f"case {case.id}: flows.{i}.duration_s", f"the last "
                      f"copy ends at {last_start + tpl.duration_s} s, after "
                      f"duration_s = {duration}")
+        first_end = tpl.start_s + (tpl.duration_s if tpl.duration_s
+                                   is not None else duration - tpl.start_s)
+        if measure_from and first_end <= measure_from:
+            chk.fail(f"case {case.id}: flows.{i}.duration_s", f"the first "
+                     f"copy ends at {first_end} s, before measure_from_s = "
+                     f"{measure_from}: nothing of it would be measured")
     if sum(t.count for t in case.flows) > 16:
         chk.fail(f"case {case.id}: flows", "more than 16 flows do not run "
                  "faithfully in the 2-vCPU VM")

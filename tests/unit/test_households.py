@@ -82,3 +82,34 @@ def test_shared_dataset():
     groups = {h.group for h in table.values()}
     assert {g for g, _, _ in hh.PRICE_GROUPS} <= groups
     assert all(h.rtt_ms > 0 and h.down_mbit > 0 for h in table.values())
+
+
+def test_sampling_only_the_chosen_groups():
+    table = hh.load(FIXTURE)
+    cheap = hh.sample_per_group(table, 1, seed=3,
+                                groups=["$30-40", "$0-30"])
+    # in PRICE_GROUPS order, whatever the order asked for
+    assert [h.unit_id for h in cheap] == ["735", "904"]
+    assert [h.group for h in cheap] == ["$0-30", "$30-40"]
+
+
+def test_a_groups_draw_does_not_depend_on_the_other_groups():
+    table = hh.load(FIXTURE)
+    every = hh.sample_per_group(table, 1, seed=11)
+    alone = hh.sample_per_group(table, 1, seed=11, groups=["$50+"])
+    assert alone == [h for h in every if h.group == "$50+"]
+
+
+def test_sampling_rejects_an_unknown_group():
+    with pytest.raises(hh.HouseholdError, match="unknown price group "
+                       "'cheap'"):
+        hh.sample_per_group(hh.load(FIXTURE), 1, seed=1, groups=["cheap"])
+
+
+@pytest.mark.skipif(not os.path.exists(SHARED), reason="no ../shared data")
+def test_cheap_groups_of_the_shared_dataset_are_reproducible():
+    table = hh.load(SHARED)
+    a = hh.sample_per_group(table, 3, 1, ["$0-30", "$30-40"])
+    assert a == hh.sample_per_group(table, 3, 1, ["$0-30", "$30-40"])
+    assert [h.group for h in a] == ["$0-30"] * 3 + ["$30-40"] * 3
+    assert len({h.unit_id for h in a}) == 6

@@ -111,3 +111,75 @@ def test_recorded_run_figures(name):
         / (window[-1]["t"] - window[0]["t"]) / 1e6)
     assert figures["retrans_overhead"] == pytest.approx(
         window[-1]["bytes_retrans"] / window[-1]["bytes_acked"])
+
+
+def test_spread_of_repeats():
+    s = metrics.spread([0.93, None, 0.91, 0.94, 0.92, 0.95])
+    assert s["n"] == 5 and s["median"] == 0.93
+    assert (s["min"], s["max"]) == (0.91, 0.95)
+    assert s["range"] == pytest.approx(0.04)
+    assert metrics.spread([]) == {"n": 0, "median": None, "min": None,
+                                  "max": None, "range": None}
+    assert metrics.spread([None])["median"] is None
+    one = metrics.spread([7.0])
+    assert (one["median"], one["range"]) == (7.0, 0)
+
+
+def test_serialization_time_of_one_frame():
+    # 1514 bytes at 1 Mbit/s: 12.1 ms; at 24 Mbit/s: 0.5 ms
+    assert metrics.serialization_ms(1514, 1.0) == pytest.approx(12.112)
+    assert metrics.serialization_ms(1514, 24) == pytest.approx(0.50467,
+                                                               rel=1e-4)
+    assert metrics.serialization_ms(1514, None) is None
+
+
+def _samples(rate_bytes_per_s, rtts_us, retrans_at=None):
+    """One sample a second: bytes_acked growing at the given rate."""
+    out = []
+    for k, rtt in enumerate(rtts_us):
+        out.append({"t": float(k), "bytes_acked": rate_bytes_per_s * k,
+                    "bytes_retrans": 1000 * (k >= retrans_at)
+                    if retrans_at is not None else 0,
+                    "rtt_us": rtt, "cwnd": 10, "state": 1})
+    return out
+
+
+def test_flow_figures_leave_out_the_warm_up():
+    # 10 s: the first 4 s at a slow rate with 500 ms of queueing delay
+    # and a retransmission, then 1.5 MB/s (12 Mbit/s) with 10 ms of delay
+    samples = []
+    acked = 0
+    for k in range(11):
+        acked += 500_000 if k <= 4 else 1_500_000
+        samples.append({"t": float(k), "bytes_acked": acked if k else 0,
+                        "bytes_retrans": 3000 if k >= 2 else 0,
+                        "rtt_us": 540_000 if k < 4 else 50_000,
+                        "cwnd": 10, "state": 1})
+    whole = metrics.flow_figures(samples, 10, 40, 12)
+    cut = metrics.flow_figures(samples, 10, 40, 12, measure_from_s=4)
+    # counted exactly: bytes from t=4 to t=10 over 6 s
+    expect = (samples[10]["bytes_acked"] - samples[4]["bytes_acked"]) * 8 \
+        / 6 / 1e6
+    assert cut["throughput_mbit"] == pytest.approx(expect)
+    assert whole["throughput_mbit"] < cut["throughput_mbit"]
+    assert cut["qdelay_mean_ms"] == pytest.approx(10.0)
+    assert cut["qdelay_p95_ms"] == pytest.approx(10.0)
+    assert whole["qdelay_p95_ms"] > 400
+    # the retransmission happened in the warm-up
+    assert cut["retrans_overhead"] == 0.0
+    assert whole["retrans_overhead"] > 0
+    # totals and series still cover the whole flow
+    assert cut["bytes_acked"] == whole["bytes_acked"]
+    assert cut["series"] == whole["series"]
+
+
+def test_flow_figures_measure_from_before_the_flow_changes_nothing():
+    samples = _samples(1_000_000, [50_000] * 6)
+    for s in samples:
+        s["t"] += 5                 # the flow starts at 5 s
+    assert metrics.flow_figures(samples, 5, 40, 12, measure_from_s=3) == \
+        metrics.flow_figures(samples, 5, 40, 12)
+    # a measure start after the flow's last sample: figures are undefined
+    late = metrics.flow_figures(samples, 5, 40, 12, measure_from_s=30)
+    assert late["throughput_mbit"] is None and late["qdelay_mean_ms"] is None
+    assert late["retrans_overhead"] is None

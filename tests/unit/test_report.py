@@ -84,7 +84,9 @@ def test_plots_of_households_and_time_series(tmp_path):
     record["flows"] = [json.load(open(os.path.join(FIXTURES, name)))
                        for name in ("flow-copa.json", "flow-cubic.json")]
     plots.timeseries(record, str(tmp_path / "timeseries.png"))
-    for name in ("households.png", "timeseries.png"):
+    record["link_stats"]["measure_from_s"] = 4
+    plots.timeseries(record, str(tmp_path / "warmup.png"))
+    for name in ("households.png", "timeseries.png", "warmup.png"):
         assert (tmp_path / name).stat().st_size > 10000
 
 
@@ -126,3 +128,97 @@ def test_bench_span_covers_every_run():
                {"started": "2026-01-01T10:00:00", "wall_s": 20}]
     assert cli.runs_span_s(records) == 30 * 60 + 40
     assert cli.runs_span_s([]) is None
+
+
+def _row(case, variant, repeat, util, qmean, qp95, **extra):
+    row = {"case": case, "variant": variant, "repeat": repeat,
+           "role": "variant", "utilisation": util,
+           "throughput_mbit": util * 12, "qdelay_mean_ms": qmean,
+           "qdelay_p95_ms": qp95, "link_qdelay_mean_ms": qmean - 1,
+           "link_qdelay_p95_ms": qp95 - 1}
+    row.update(extra)
+    return row
+
+
+REPEATED = [_row("base", "copa", k + 1, u, m, p) for k, (u, m, p) in
+            enumerate([(0.93, 5.0, 8.0), (0.95, 4.0, 7.0), (0.92, 6.0, 9.0),
+                       (0.94, 5.5, 8.5), (0.935, 4.5, 7.5)])] + \
+    [_row("base", "cubic", k + 1, 0.94, 130.0, 160.0) for k in range(5)]
+
+
+def test_aggregate_takes_medians_and_spreads_over_repeats():
+    copa, cubic = report.aggregate(REPEATED)
+    assert copa["runs"] == 5
+    assert copa["utilisation"] == 0.935
+    assert copa["qdelay_mean_ms"] == 5.0
+    assert copa["link_qdelay_p95_ms"] == 7.0
+    spread = copa["spread"]["utilisation"]
+    assert (spread["min"], spread["max"]) == (0.92, 0.95)
+    assert spread["range"] == pytest.approx(0.03)
+    assert cubic["spread"]["qdelay_p95_ms"]["range"] == 0
+
+
+def test_aggregate_averages_flows_within_a_run_first():
+    rows = [_row("c", "copa", 1, 0.4, 10.0, 20.0),
+            _row("c", "copa", 1, 0.6, 20.0, 30.0),
+            _row("c", "copa", 2, 0.9, 30.0, 40.0)]
+    (agg,) = report.aggregate(rows)
+    # runs: 0.5 and 0.9 -> median 0.7 (not the mean of the three flows)
+    assert agg["runs"] == 2 and agg["utilisation"] == pytest.approx(0.7)
+
+
+def test_tables_show_the_spread_only_with_repeats():
+    agg = report.aggregate(REPEATED)
+    table = report.markdown_table(agg, ("case", "variant"))
+    head = table.splitlines()[0]
+    assert "runs" in head and "util min-max (range)" in head
+    assert "backlog qdelay mean ms" in head
+    assert "| 5 | 0.920-0.950 (3.0 pts) | 4.0-6.0 (2.0) | 7.0-9.0 (2.0) |" \
+        in table
+    single = report.aggregate([r for r in REPEATED if r["repeat"] == 1])
+    assert "min-max" not in report.markdown_table(single, ("case",
+                                                           "variant"))
+    (copa, cubic) = report.spread_rows(agg)
+    assert copa["util median"] == "0.935"
+    assert copa["util min-max (range)"] == "0.920-0.950 (3.0 pts)"
+    assert report.spread_rows(single) == []
+
+
+def test_spread_cell_without_values():
+    assert report.spread_cell(None, 3) == "-"
+    assert report.spread_cell({"min": None}, 3) == "-"
+
+
+def test_household_rows_put_backlog_beside_srtt_and_show_the_floor():
+    rows = [_row("unit1-up", v, 1, u, m, p, group="$0-30", direction="up",
+                 rate_mbit=1.0, rtt_ms=40.0)
+            for v, u, m, p in (("cubic", 0.95, 60.0, 80.0),
+                               ("copa", 0.94, 15.0, 30.0))]
+    agg = report.aggregate(rows)
+    cubic, copa = report.household_rows(rows, agg)
+    assert copa["1 frame ms"] == pytest.approx(12.112)
+    assert copa["group"] == "$0-30" and copa["Mbit/s"] == 1.0
+    assert copa["qdelay mean ms"] == 15.0 and copa["backlog mean ms"] == 14.0
+    assert copa["mean qdelay / cubic"] == pytest.approx(0.25)
+    assert copa["p95 qdelay / cubic"] == pytest.approx(30 / 80)
+    assert copa["backlog p95 / cubic"] == pytest.approx(29 / 79)
+    assert copa["throughput / cubic"] == pytest.approx(0.94 / 0.95)
+    assert cubic["throughput / cubic"] is None
+    table = report.household_table([cubic, copa])
+    assert "| unit1-up | $0-30 | 1.000 | 40.0 | 12.1 | copa | 0.940 |" \
+        in table
+    assert report.household_rows([_row("base", "copa", 1, 0.9, 1, 2)],
+                                 agg) == []
+    assert report.household_table([]) == ""
+
+
+def test_report_frame_size_is_the_labs():
+    from copa_eval import lab
+    assert report.FRAME_BYTES == lab.FRAME_BYTES
+
+
+def test_headline_ratios_include_mean_qdelay():
+    agg = [{"case": "c", "variant": "cubic", "qdelay_mean_ms": 100.0},
+           {"case": "c", "variant": "copa", "qdelay_mean_ms": 5.0}]
+    (ratios,) = report.headline_ratios(agg)
+    assert ratios["mean qdelay / cubic"] == pytest.approx(0.05)

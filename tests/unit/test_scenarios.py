@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Scenario files: the shipped ones validate, bad ones name the field."""
+import os
+
 import pytest
 
 from copa_eval import scenarios
@@ -120,3 +122,86 @@ def test_parse_value():
     assert scenarios.parse_value("[1, 2]") == [1, 2]
     assert scenarios.parse_value("0.5") == 0.5
     assert scenarios.parse_value("copa") == "copa"
+
+
+def test_measure_from_s_is_parsed(tmp_path):
+    s = load_text(tmp_path, BASE, ["measure_from_s=4"])
+    assert s.measure_from_s == 4
+    assert load_text(tmp_path, BASE).measure_from_s == 0
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    (["measure_from_s=10"], "measure_from_s: must be below duration_s = 10"),
+    (["measure_from_s=12.5"], "measure_from_s: must be below duration_s"),
+    (["measure_from_s=-1"], "measure_from_s: must be >= 0"),
+    (["measure_from_s='30s'"], "measure_from_s: expected a number"),
+    (["measure_from_s=true"], "measure_from_s: expected a number"),
+    (["measure_from_s=5", "flows.0.duration_s=4"],
+     "flows.0.duration_s: the first copy ends at 4 s, before "
+     "measure_from_s = 5"),
+])
+def test_bad_measure_from_s_names_the_field(tmp_path, overrides, needle):
+    with pytest.raises(ScenarioError, match=needle):
+        load_text(tmp_path, BASE, overrides)
+
+
+def test_large_bdp_scenario_is_a_2000_packet_bdp():
+    from copa_eval.lab import FRAME_BYTES, Link
+    s = scenarios.load("large-bdp")
+    (case,) = s.cases
+    link = Link(**case.link)
+    assert (link.rate_mbit, link.rtt_ms, link.buffer_bdp) == (24, 1000, 1.5)
+    assert 1950 <= link.bdp_bytes / FRAME_BYTES <= 2050
+    assert (s.duration_s, s.measure_from_s) == (90, 30)
+    assert [v.spec for v in s.variants] == ["cubic", "bbr", "copa"]
+
+
+FIXTURE_CSV = os.path.join(os.path.dirname(__file__), "fixtures",
+                           "households.csv")
+
+
+def households_text(extra):
+    return BASE.replace('variants', 'kind = "households"\nvariants') + \
+        f'[households]\ncsv = "{FIXTURE_CSV}"\n' + extra
+
+
+def test_household_groups_select_price_groups(tmp_path):
+    s = load_text(tmp_path, households_text(
+        'groups = ["$0-30", "$30-40"]\nper_group = 1\nseed = 4\n'
+        'directions = ["down"]\n'))
+    assert [c.id for c in s.cases] == ["unit735-down", "unit904-down"]
+    assert [c.meta["group"] for c in s.cases] == ["$0-30", "$30-40"]
+    # the same from the command line, one group
+    s = load_text(tmp_path, households_text(""),
+                  ['households.groups=["$30-40"]', "households.per_group=1"])
+    assert {c.meta["group"] for c in s.cases} == {"$30-40"}
+    # units still select by id
+    s = load_text(tmp_path, households_text("units = [475]\n"))
+    assert [c.id for c in s.cases] == ["unit475-down", "unit475-up"]
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ('groups = ["$0-20"]\n', "households.groups: unknown price group "
+     "'\\$0-20' \\(the groups: '\\$0-30'"),
+    ('groups = "$0-30"\n', "households.groups: expected a non-empty list"),
+    ('groups = []\n', "households.groups: expected a non-empty list"),
+    ('groups = ["$0-30", "$0-30"]\n', "listed twice"),
+    ('groups = ["$0-30"]\nunits = [735]\n', "households.groups: select "
+     "households either by units or by groups"),
+    ('groups = ["$0-30"]\nper_group = 2\n', "group \\$0-30 has only 1"),
+    ('per_group = 0\n', "households.per_group: must be >= 1"),
+    ('seed = "x"\n', "households.seed: expected an integer"),
+    ('units = 735\n', "households.units: expected a list of unit ids"),
+    ('grups = ["$0-30"]\n', "households.grups: unknown field"),
+])
+def test_bad_household_selection_is_named(tmp_path, extra, needle):
+    with pytest.raises(ScenarioError, match=needle):
+        load_text(tmp_path, households_text(extra))
+
+
+def test_households_cheap_samples_the_cheap_groups():
+    s = scenarios.load("households-cheap")
+    assert {c.meta["group"] for c in s.cases} == {"$0-30", "$30-40"}
+    assert len({c.params["unit_id"] for c in s.cases}) == 6
+    assert [c.id for c in s.cases] == \
+        [c.id for c in scenarios.load("households-cheap").cases]
