@@ -64,8 +64,8 @@
  * break one of these at once. div_u64()/div64_u64() abort on a zero
  * divisor (kernel_shim.h).
  *
- * Each case runs in its own process (two at a time), so a sanitizer abort
- * fails that case only.
+ * Each case runs in its own process (as many at once as there are CPUs,
+ * or MODEL_JOBS), so a sanitizer abort fails that case only.
  */
 #include <errno.h>
 #include <math.h>
@@ -1146,7 +1146,7 @@ static void table(void)
 }
 
 /* ---------------------------------------------------------------------
- * Running the cases: each in its own process, two at a time.
+ * Running the cases: each in its own process, one per CPU at a time.
  */
 struct tcase {
 	const char *name;
