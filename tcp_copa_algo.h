@@ -38,6 +38,11 @@
 #define COPA_LIGHT_LOSS_DIV	4	/* halve 1/delta above thresh/4 % */
 #define COPA_LOSS_CUT_NUM	7	/* loss reaction: cwnd *= 7/10 */
 #define COPA_LOSS_CUT_DEN	10
+#define COPA_QUEUE_BDP_DIV	4	/* queue aimed at <= BDP / 4 ... */
+#define COPA_QUEUE_MIN		(COPA_UNIT / 4)	/* ... and >= 1/4 packet */
+#define COPA_ROUND_STEP_DIV	4	/* a round adds <= cwnd / 4 ... */
+#define COPA_DRAIN_NUM		3	/* ... and removes <= 3/4 of the queue */
+#define COPA_DRAIN_DEN		4
 #define COPA_PACE_PCT		200	/* pacing gain, percent of cwnd/RTT */
 #define COPA_PACE_CALM_PCT	100	/* ... after a loss, idle or a hold */
 
@@ -200,15 +205,24 @@ static inline u32 copa_srtt(const struct copa_ack *ack)
 
 /*
  * The queue is nearly empty when dq is within a tenth of the recent RTT
- * spread, or within max(100 us, RTTmin / 16) to absorb timer jitter.
+ * spread or within max(100 us, RTTmin / 16), which absorbs timer jitter,
+ * or when it holds no more than Copa's own configured target queue,
+ * 1/delta0 packets (at least one), a packet taking srtt / cwnd at the
+ * bottleneck by Little's law. A lone Copa flow dips to its target every
+ * cycle by construction (it decreases whenever the queue is above it),
+ * even where that target is a long time (a slow link, a small delta); a
+ * buffer-filler holds the queue above it.
  */
-static inline bool copa_queue_nearly_empty(const struct copa *ca)
+static inline bool copa_queue_nearly_empty(const struct copa *ca,
+					   const struct copa_ack *ack)
 {
 	u32 rtt_min = copa_win_min(&ca->rtt_min);
 	u32 spread = copa_win_max(&ca->rtt_max) - rtt_min;
+	u64 own = div_u64((u64)copa_srtt(ack) * max(ca->inv_delta0, COPA_UNIT),
+			  max(ack->cwnd, 1U) << COPA_SHIFT);
 	u32 slack = max3(spread / 10, rtt_min / 16, (u32)COPA_EMPTY_SLACK_US);
 
-	return copa_dq_us(ca) <= slack;
+	return copa_dq_us(ca) <= max_t(u64, slack, own);
 }
 
 /*
@@ -237,7 +251,7 @@ static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 	/* Delayed ACKs inflate samples: keep them out of the spread. */
 	if (!ack->ack_delayed)
 		copa_win_max_update(&ca->rtt_max, now, 2 * srtt, rtt);
-	if (copa_queue_nearly_empty(ca))
+	if (copa_queue_nearly_empty(ca, ack))
 		ca->empty_seen = 1;
 }
 
@@ -493,15 +507,38 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
  * Per ACK: move cwnd towards the target, pace.
  */
 
+/*
+ * 1/delta for the target, COPA_UNIT scale. Copa's standing queue is about
+ * 1/delta packets, which on a path of a few packets' BDP adds most of an
+ * RTT again: 2 packets at 1 Mbit/s are 23 ms. Outside competitive mode
+ * the queue aimed at is therefore also at most BDP / COPA_QUEUE_BDP_DIV
+ * packets (the BDP estimated as cwnd * RTTmin / RTTstanding), and at
+ * least COPA_QUEUE_MIN: delta may exceed 1 on such paths. At 1/delta
+ * packets or more of BDP / 4 (8 packets at delta 0.5) nothing changes.
+ * Competitive mode keeps its 1/delta: it must queue like its competitor.
+ */
+static inline u64 copa_target_inv_delta(const struct copa *ca, u32 cwnd)
+{
+	u32 rtt_min = copa_win_min(&ca->rtt_min);
+	u32 standing = copa_win_min(&ca->rtt_standing);
+	u64 bdp_fp;
+
+	if (ca->competitive || !standing)
+		return ca->inv_delta;
+	bdp_fp = div_u64(((u64)cwnd << COPA_SHIFT) * rtt_min, standing);
+	return min_t(u64, ca->inv_delta,
+		     max_t(u64, bdp_fp / COPA_QUEUE_BDP_DIV, COPA_QUEUE_MIN));
+}
+
 /* Target window RTTstanding / (delta * dq), COPA_UNIT scale. */
-static inline u64 copa_target_cwnd(const struct copa *ca)
+static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd)
 {
 	u64 standing = copa_win_min(&ca->rtt_standing);
 	u32 dq = copa_dq_us(ca);
 
 	if (!dq)
 		return U64_MAX;
-	return div_u64(standing * ca->inv_delta, dq);
+	return div_u64(standing * copa_target_inv_delta(ca, cwnd), dq);
 }
 
 /*
@@ -518,6 +555,31 @@ static inline void copa_end_slow_start_on_loss(struct copa *ca,
 }
 
 /*
+ * How far a round of ACKs moves cwnd, in COPA_UNIT scale: v / delta
+ * packets, within two bounds that keep velocity from overshooting while
+ * the delay signal is a round late. Up, at most cwnd / COPA_ROUND_STEP_DIV:
+ * with the queue empty the target gives no distance to go. Down, at most
+ * 3/4 of the queue measured now (cwnd * dq / RTTstanding packets):
+ * removing more than the queue holds empties the link, so the queue is
+ * drained geometrically instead. With v at 1, 1/delta packets a round would
+ * otherwise be the least Copa moves, most of a small window.
+ */
+static inline u64 copa_round_step(const struct copa *ca, u32 cwnd,
+				  bool increase)
+{
+	u64 step = (u64)ca->velocity * ca->inv_delta;
+	u32 standing = copa_win_min(&ca->rtt_standing);
+	u64 cap;
+
+	if (increase)
+		cap = ((u64)cwnd << COPA_SHIFT) / COPA_ROUND_STEP_DIV;
+	else
+		cap = div_u64(((u64)cwnd << COPA_SHIFT) * copa_dq_us(ca) *
+			      COPA_DRAIN_NUM, COPA_DRAIN_DEN * max(standing, 1U));
+	return min(step, max_t(u64, cap, 1));
+}
+
+/*
  * Move cwnd towards the target for acked packets: v / (delta * cwnd)
  * packets per packet, that is acked * v * (1/delta in COPA_UNIT scale)
  * over COPA_UNIT * cwnd. Slow start adds one packet per packet instead.
@@ -525,7 +587,7 @@ static inline void copa_end_slow_start_on_loss(struct copa *ca,
  */
 static inline void copa_update_cwnd(struct copa *ca, struct copa_ack *ack)
 {
-	u64 target = copa_target_cwnd(ca);
+	u64 target = copa_target_cwnd(ca, ack->cwnd);
 	bool increase = ((u64)ack->cwnd << COPA_SHIFT) < target;
 	u32 acked = min_t(u32, max(ack->acked_sacked, 0), COPA_MAX_CWND);
 	s64 num;
@@ -544,7 +606,7 @@ static inline void copa_update_cwnd(struct copa *ca, struct copa_ack *ack)
 		copa_set_cwnd(ca, ack, (u64)ack->cwnd + acked);
 		return;
 	}
-	num = (s64)acked * ca->velocity * ca->inv_delta;
+	num = (s64)acked * copa_round_step(ca, ack->cwnd, increase);
 	copa_move_cwnd(ca, ack, increase ? num : -num);
 }
 
@@ -579,16 +641,27 @@ static inline u64 copa_rate_bdp(const struct copa *ca,
 					      max(ack->mss, 1U)), 1);
 }
 
-/* Policed: pace at hold_rate with a window of twice its BDP. */
+/*
+ * Policed: pace at hold_rate with a window of 1.5 times its BDP, room
+ * enough for pacing, not cwnd, to set the rate.
+ */
+static inline u64 copa_hold_cwnd(const struct copa *ca,
+				 const struct copa_ack *ack)
+{
+	return 3 * copa_rate_bdp(ca, ack, ca->hold_rate) / 2;
+}
+
 static inline void copa_apply_hold(struct copa *ca, struct copa_ack *ack)
 {
-	copa_set_cwnd(ca, ack, 2 * copa_rate_bdp(ca, ack, ca->hold_rate));
+	copa_set_cwnd(ca, ack, copa_hold_cwnd(ca, ack));
 	ack->pacing_rate = ca->hold_rate;
 }
 
-static inline void copa_hold(struct copa *ca, u32 rate)
+/* Hold at @rate bytes/s from this ACK on. */
+static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
 {
 	ca->hold_rate = rate;
+	copa_apply_hold(ca, ack);
 }
 
 /*
@@ -801,7 +874,7 @@ static inline bool policer_rates_agree(const struct copa_policer *cp, u32 rate)
 
 /* Close the interval at this loss: hold, or remember its rate. */
 static inline void policer_end_interval(struct copa_policer *cp,
-					const struct copa_ack *ack)
+					struct copa_ack *ack)
 {
 	u32 rate;
 
@@ -809,7 +882,7 @@ static inline void policer_end_interval(struct copa_policer *cp,
 		return;
 	rate = policer_interval_rate(cp, ack);
 	if (cp->last_rate && policer_rates_agree(cp, rate)) {
-		copa_hold(&cp->copa, rate / 2 + cp->last_rate / 2);
+		copa_hold(&cp->copa, ack, rate / 2 + cp->last_rate / 2);
 		cp->hold_left = cp->hold_rounds;
 		policer_reset(cp);
 		return;

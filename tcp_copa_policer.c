@@ -13,7 +13,7 @@
  * overflows shows a standing queue instead). Two consecutive counting
  * intervals whose delivery rates agree within rate_tol percent (or
  * 4 kbit/s) mean a policer: Copa is then held at their mean rate, pacing
- * at it with a window of twice its BDP, for hold_rounds rounds. Afterwards
+ * at it with a window of 1.5 times its BDP, for hold_rounds rounds. Afterwards
  * Copa probes again from one BDP of the policed rate, paced at that rate
  * for a round, with its configured delta; if the policer is gone, it stays
  * normal Copa. The detector's code is in tcp_copa_algo.h too.

@@ -57,7 +57,7 @@
  * sequence comparisons, so no sanitizer can flag it; unsigned overflow is
  * instead checked on the outputs, after every ACK (check_ack()): cwnd in
  * [2, min(clamp, COPA_MAX_CWND)], the pacing rate within [1x, 2x] of
- * cwnd * mss / RTTstanding (or the held rate with twice its BDP as cwnd),
+ * cwnd * mss / RTTstanding (or the held rate with copa_hold_cwnd()),
  * 1/delta within [1, 1000], velocity within [1, 2^14], |cwnd_acc| below one
  * packet's worth, the RTT filters within the range of the samples fed,
  * the target no larger than the unbounded marker. A wrapped product would
@@ -275,9 +275,17 @@ static double bdp_pkts(const struct cfg *c, u64 rate)
 	return (double)rate * c->rtt_us / 1e6 / 8 / c->mss + 1;
 }
 
+/*
+ * The window a lone flow settles at: BDP plus the queue Copa aims for,
+ * 1/delta packets but at most BDP / COPA_QUEUE_BDP_DIV and at least
+ * COPA_QUEUE_MIN (copa_target_inv_delta()).
+ */
 static double target_pkts(const struct cfg *c, u64 rate)
 {
-	return bdp_pkts(c, rate) + 1000.0 / c->delta_milli;
+	double bdp = bdp_pkts(c, rate);
+	double queue = fmin(1000.0 / c->delta_milli, bdp / COPA_QUEUE_BDP_DIV);
+
+	return bdp + fmax(queue, (double)COPA_QUEUE_MIN / COPA_UNIT);
 }
 
 /* Account the time the current cwnd was in force. */
@@ -488,7 +496,7 @@ static void check_ack(struct sim *s, const struct copa_ack *a,
 		u64 bdp = copa_rate_bdp(ca, a, ca->hold_rate);
 
 		if (a->pacing_rate != ca->hold_rate ||
-		    a->cwnd != copa_clamp_cwnd(a, 2 * bdp))
+		    a->cwnd != copa_clamp_cwnd(a, copa_hold_cwnd(ca, a)))
 			fail("hold: pacing %llu cwnd %u, rate %u bdp %llu",
 			     (unsigned long long)a->pacing_rate, a->cwnd,
 			     ca->hold_rate, (unsigned long long)bdp);
@@ -817,8 +825,9 @@ static void set_duration(struct cfg *c, u32 rounds)
 #define OUT(...)	snprintf(out, len, __VA_ARGS__)
 
 /*
- * Steady state: a lone flow keeps 1/delta packets queued, so its window
- * settles at BDP + 1/delta (copa.rst, "Target"). The queue and cwnd
+ * Steady state: a lone flow keeps 1/delta packets queued (at most a
+ * quarter of the BDP), so its window settles at target_pkts() (copa.rst,
+ * "Target"). The queue and cwnd
  * follow a sawtooth of a few rounds, so the test compares the
  * time-average of cwnd over the last 40% of the run (after slow start and
  * the first approach, many sawtooth periods) with that target, within
@@ -1058,7 +1067,7 @@ static bool recovery_after_cut_10k_pkts(char *out, size_t len)
  * bucket, burst max(100 KB, 4 packets)), copa_policer's detector on
  * (loss_thresh 20, rate_tol 12, hold_rounds 48, as the module's
  * defaults). A hold must start, and throughout every hold cwnd must stay
- * within 2x of the policed BDP (1 Gbit/s x RTTmin): the hold sets twice
+ * within 2x of the policed BDP (1 Gbit/s x RTTmin): the hold sets 1.5x
  * the BDP of the measured rate, which must not exceed the policed rate.
  * The detector needs intervals that lose 20%; with the loss reaction on
  * (5%, the default) Copa itself keeps the loss far lower on this path and
