@@ -146,12 +146,12 @@ EXPORT_SYMBOL_GPL(copa_ack_end);
 
 static void copa_cong_control(COPA_CONG_CONTROL_ARGS)
 {
-	struct copa_ack ack;
+	struct copa_ack sample;
 
-	if (!copa_ack_begin(sk, rs, &ack))
+	if (!copa_ack_begin(sk, rs, &sample))
 		return;
-	copa_on_ack(inet_csk_ca(sk), &ack);
-	copa_ack_end(sk, &ack);
+	copa_on_ack(inet_csk_ca(sk), &sample);
+	copa_ack_end(sk, &sample);
 }
 
 /* ---------------------------------------------------------------------

@@ -53,13 +53,13 @@ static struct copa_params policer_params = {
 static void copa_policer_cong_control(COPA_CONG_CONTROL_ARGS)
 {
 	struct copa_policer *cp = inet_csk_ca(sk);
-	struct copa_ack ack;
+	struct copa_ack sample;
 
-	if (!copa_ack_begin(sk, rs, &ack))
+	if (!copa_ack_begin(sk, rs, &sample))
 		return;
-	copa_on_ack(&cp->copa, &ack);
-	policer_on_ack(cp, &ack);
-	copa_ack_end(sk, &ack);
+	copa_on_ack(&cp->copa, &sample);
+	policer_on_ack(cp, &sample);
+	copa_ack_end(sk, &sample);
 }
 
 static void copa_policer_init(struct sock *sk)
