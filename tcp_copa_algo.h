@@ -39,7 +39,7 @@
 #define COPA_LOSS_CUT_NUM	7	/* loss reaction: cwnd *= 7/10 */
 #define COPA_LOSS_CUT_DEN	10
 #define COPA_QUEUE_BDP_DIV	4	/* queue aimed at <= BDP / 4 ... */
-#define COPA_QUEUE_MIN		(COPA_UNIT / 4)	/* ... and >= 1/4 packet */
+#define COPA_QUEUE_MIN		COPA_UNIT	/* ... and >= 1 packet */
 #define COPA_ROUND_STEP_DIV	4	/* a round adds <= cwnd / 4 ... */
 #define COPA_DRAIN_NUM		3	/* ... and removes <= 3/4 of the queue */
 #define COPA_DRAIN_DEN		4
@@ -513,7 +513,9 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
  * RTT again: 2 packets at 1 Mbit/s are 23 ms. Outside competitive mode
  * the queue aimed at is therefore also at most BDP / COPA_QUEUE_BDP_DIV
  * packets (the BDP estimated as cwnd * RTTmin / RTTstanding), and at
- * least COPA_QUEUE_MIN: delta may exceed 1 on such paths. At 1/delta
+ * least COPA_QUEUE_MIN, one packet, below which the link idles between
+ * ACKs (on household up-links of 0.4 to 1.1 Mbit/s a quarter packet cost
+ * 2 to 8 points of utilisation): delta may exceed 1 there. At 1/delta
  * packets or more of BDP / 4 (8 packets at delta 0.5) nothing changes.
  * Competitive mode keeps its 1/delta: it must queue like its competitor.
  */
