@@ -497,5 +497,5 @@ module_exit(copa_unregister);
 
 MODULE_AUTHOR("Copa for Linux developers");
 MODULE_LICENSE("GPL");
-MODULE_VERSION("0.1.0");
+MODULE_VERSION(COPA_VERSION);
 MODULE_DESCRIPTION("TCP Copa (delay-based congestion control, NSDI 2018)");
