@@ -19,6 +19,7 @@ from .scenarios import ROOT, ScenarioError
 from .variants import VariantError
 
 VM_RUN = os.path.join(ROOT, "scripts", "vm-run")
+VERSION_FILE = os.path.join(ROOT, "VERSION")
 BENCH_FILE = os.path.join(ROOT, "scripts", "scenarios", "bench.toml")
 BENCH_DOC = os.path.join(ROOT, "Documentation", "results", "bench.md")
 README = os.path.join(ROOT, "README.md")
@@ -41,6 +42,8 @@ def parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run congestion-control variants over emulated links "
         "and write JSON, CSV, Markdown and PNG results.")
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {version()}")
     p.add_argument("--vm", action="store_true",
                    help="run inside the project VM (scripts/vm-run)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -72,6 +75,15 @@ def parser():
                     f"{os.path.relpath(BENCH_DOC, ROOT)}; '' for neither)")
     sp.add_argument("--no-plots", action="store_true")
     return p
+
+
+def version(path=VERSION_FILE):
+    """The project's version: the one line of VERSION."""
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError as exc:
+        return f"unknown ({exc.strerror}: {path})"
 
 
 def split_list(text):
