@@ -152,4 +152,5 @@ module_exit(copa_policer_unregister);
 MODULE_AUTHOR("Copa for Linux developers");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(COPA_VERSION);
+COPA_IMPORT_NS();
 MODULE_DESCRIPTION("TCP Copa with token-bucket policer detection");

@@ -91,3 +91,33 @@ def test_make_uninstall_removes_only_copa(tmp_path):
                    check=True, capture_output=True)
     assert not any(p.exists() for p in gone)
     assert keep.exists()
+
+
+def test_exports_in_the_tcp_copa_namespace():
+    """tcp_copa.ko exports only through EXPORT_SYMBOL_COPA (the TCP_COPA
+    namespace); the policer imports it; the compat macro has both argument
+    forms, split at 6.13."""
+    src = read("tcp_copa.c")
+    assert not re.search(r"\bEXPORT_SYMBOL(_GPL)?\(", src)
+    assert len(re.findall(r"^EXPORT_SYMBOL_COPA\(\w+\);$", src, re.M)) >= 10
+    assert "COPA_IMPORT_NS();" in read("tcp_copa_policer.c")
+    compat = read("tcp_copa_compat.h")
+    assert 'EXPORT_SYMBOL_NS_GPL(sym, "TCP_COPA")' in compat
+    assert "EXPORT_SYMBOL_NS_GPL(sym, TCP_COPA)" in compat
+    assert "KERNEL_VERSION(6, 13, 0)" in compat
+
+
+def test_built_modules_use_the_namespace():
+    symvers = os.path.join(ROOT, "Module.symvers")
+    policer = os.path.join(ROOT, "tcp_copa_policer.ko")
+    if not (os.path.exists(symvers) and os.path.exists(policer)):
+        pytest.skip("modules not built")
+    with open(symvers) as f:
+        rows = [line.split("\t") for line in f if line.strip()]
+    assert rows and all(r[4].strip() == "TCP_COPA" for r in rows), rows
+    out = subprocess.run(["modinfo", "-F", "import_ns", policer],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["TCP_COPA"]
+    out = subprocess.run(["modinfo", "-F", "version", policer],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == VERSION
