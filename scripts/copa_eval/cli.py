@@ -7,14 +7,13 @@ import hashlib
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
 import tomllib
 
-from . import lab, report, runner, scenarios
+from . import files, lab, report, runner, scenarios
 from .scenarios import ROOT, ScenarioError
 from .variants import VariantError
 
@@ -244,10 +243,10 @@ def cmd_bench(args):
         print(sections[-1], flush=True)
     head = bench_head(revision,
                       runs_span_s(records) or time.monotonic() - t0)
-    with open(os.path.join(outdir, "bench.md"), "w") as f:
-        f.write(bench_markdown(head, sections))
-    with open(os.path.join(outdir, "summary.md"), "w") as f:
-        f.write(summary_markdown(head, summary, spreads))
+    files.write_atomic(os.path.join(outdir, "bench.md"),
+                       bench_markdown(head, sections))
+    files.write_atomic(os.path.join(outdir, "summary.md"),
+                       summary_markdown(head, summary, spreads))
     publish(outdir, args.doc)
     print(f"results: {outdir}")
 
@@ -345,14 +344,14 @@ def publish(outdir, doc):
     if not doc:
         return
     os.makedirs(os.path.dirname(os.path.abspath(doc)), exist_ok=True)
-    shutil.copyfile(os.path.join(outdir, "bench.md"), doc)
+    with open(os.path.join(outdir, "bench.md")) as f:
+        files.write_atomic(doc, f.read())
     print(f"wrote {doc}")
     with open(os.path.join(outdir, "summary.md")) as f:
         block = f.read()
     with open(README) as f:
         text = splice_readme(f.read(), block)
-    with open(README, "w") as f:
-        f.write(text)
+    files.write_atomic(README, text)
     print(f"wrote the summary into {README}")
 
 
@@ -414,7 +413,7 @@ def main(argv=None):
                     "report": cmd_report, "bench": cmd_bench}
         handlers[args.command](args)
     except (ScenarioError, VariantError, lab.LinkError, lab.LabError,
-            RuntimeError) as exc:
+            RuntimeError) as exc:  # files.CorruptFileError included
         print(f"copa-eval: {exc}", file=sys.stderr)
         return 2
     except (FileNotFoundError, json.JSONDecodeError) as exc:
