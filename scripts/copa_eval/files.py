@@ -5,6 +5,7 @@ name the file."""
 
 import json
 import os
+import stat
 import tempfile
 
 
@@ -55,3 +56,25 @@ def load_manifest(path):
             f"'scenario'); delete the results directory or choose another "
             f"--out")
     return data
+
+
+def private_dir(name, base=None):
+    """A directory only this user can use, for caches such as matplotlib's:
+    ``base``/``name``-UID (base: the temporary directory, which the VM
+    shares with the host, so the host's cache serves the guest too).
+    Created with mode 0700; an existing one must be a real directory (not
+    a link) owned by this user and closed to others, else a fresh
+    ``mkdtemp`` directory is used instead of trusting it."""
+    base = base or tempfile.gettempdir()
+    path = os.path.join(base, f"{name}-{os.getuid()}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return tempfile.mkdtemp(prefix=f"{name}-")
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or \
+            st.st_mode & 0o077:
+        return tempfile.mkdtemp(prefix=f"{name}-")
+    return path

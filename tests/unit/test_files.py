@@ -64,3 +64,38 @@ def test_prepare_writes_the_manifest_atomically(tmp_path, monkeypatch):
     assert json.load(open(tmp_path / "manifest.json"))["scenario"] == "demo"
     # and a second prepare reads it back
     runner.prepare(scenario, str(tmp_path), "test")
+
+
+def test_private_dir_is_the_users(tmp_path):
+    path = files.private_dir("mpl", base=str(tmp_path))
+    assert path == str(tmp_path / f"mpl-{os.getuid()}")
+    assert os.stat(path).st_mode & 0o777 == 0o700
+    assert files.private_dir("mpl", base=str(tmp_path)) == path
+
+
+def test_private_dir_distrusts_open_or_linked_dirs(tmp_path):
+    open_dir = tmp_path / f"open-{os.getuid()}"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)
+    got = files.private_dir("open", base=str(tmp_path))
+    assert got != str(open_dir) and os.stat(got).st_mode & 0o777 == 0o700
+    os.rmdir(got)
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    (tmp_path / f"link-{os.getuid()}").symlink_to(target)
+    got = files.private_dir("link", base=str(tmp_path))
+    assert not os.path.islink(got)
+    os.rmdir(got)
+
+
+def test_copa_eval_sets_a_private_matplotlib_dir(tmp_path):
+    import subprocess
+    import sys
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts",
+                          "copa-eval")
+    env = {k: v for k, v in os.environ.items() if k != "MPLCONFIGDIR"}
+    env["TMPDIR"] = str(tmp_path)
+    subprocess.run([sys.executable, script, "--version"], env=env,
+                   check=True, capture_output=True)
+    made = tmp_path / f"copa-eval-matplotlib-{os.getuid()}"
+    assert made.is_dir() and os.stat(made).st_mode & 0o777 == 0o700
