@@ -2,6 +2,7 @@
 """Command line of scripts/copa-eval; see ``copa-eval --help``."""
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
@@ -45,6 +46,9 @@ def parser():
                    version=f"%(prog)s {version()}")
     p.add_argument("--vm", action="store_true",
                    help="run inside the project VM (scripts/vm-run)")
+    p.add_argument("--vm-timeout", type=float, metavar="SEC",
+                   help="stop the VM after SEC seconds (default: the "
+                   "planned runs' durations plus overheads)")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the shipped scenarios")
     for name, text in (("show", "validate a scenario and list its runs"),
@@ -360,6 +364,21 @@ def command_line():
                                            for a in sys.argv[1:])
 
 
+def strip_vm_options(argv):
+    """@argv without --vm and --vm-timeout (with its value)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--vm" or arg.startswith("--vm-timeout="):
+            continue
+        elif arg == "--vm-timeout":
+            skip = True
+        else:
+            out.append(arg)
+    return out
+
+
 def run_in_vm(args, argv):
     """Re-run this command in the VM with the results directory writable
     there; validation happens here first, so errors do not cost a boot."""
@@ -379,16 +398,97 @@ def run_in_vm(args, argv):
     outdir = os.path.abspath(outdir)
     os.makedirs(outdir, exist_ok=True)
     prime_font_cache()
-    inner = [a for a in argv if a != "--vm"]
+    inner = strip_vm_options(argv)
     if "--out" not in inner:
         inner += ["--out", outdir]
     if args.command == "bench":
         inner += ["--doc", ""]
-    cmd = [VM_RUN, "--rwdir", outdir, "--", "scripts/copa-eval"] + inner
-    rc = subprocess.call(cmd)
+    timeout = args.vm_timeout or vm_timeout_s(
+        [load_scenario(args)] if args.command == "run" else bench_plan())
+    cmd = [VM_RUN, "--timeout", str(int(timeout)), "--rwdir", outdir, "--",
+           "scripts/copa-eval"] + inner
+    rc = run_vm_command(cmd)
     if rc == 0 and args.command == "bench":
         publish(outdir, args.doc)
     return rc
+
+
+VM_BOOT_S = 600          # boot, module install and slack under TCG
+VM_RUN_OVERHEAD_S = 60   # per run: namespaces, links, reports
+
+
+def vm_timeout_s(plan):
+    """A bound for a --vm run of the scenarios in @plan: each planned run's
+    duration plus its overhead, plus the boot; --vm-timeout overrides."""
+    total = VM_BOOT_S
+    for scenario in plan:
+        total += len(runner.plan(scenario)) * (scenario.duration_s
+                                               + VM_RUN_OVERHEAD_S)
+    return total
+
+
+def session_pids(sid):
+    """Every process of session @sid (vm-run started it): timeout(1)
+    moves qemu into a process group of its own, but not out of the
+    session."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp session ...; comm may hold spaces
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[3]) == sid and fields[0] != "Z":  # zombies are done
+            pids.append(int(entry))
+    return pids
+
+
+def stop_session(sid, grace_s=20.0):
+    """SIGTERM every process of session @sid (qemu shuts down, vm-run
+    removes its run directory), then SIGKILL what is left after @grace_s
+    seconds. Returns the pids that needed SIGKILL."""
+    for pid in session_pids(sid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while session_pids(sid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = session_pids(sid)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def run_vm_command(cmd):
+    """Run vm-run in a session of its own and return its exit status. On
+    SIGINT or SIGTERM stop the whole session, so that no qemu outlives
+    us, and exit 130 or 143."""
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    got = []
+
+    def interrupted(signum, _frame):
+        got.append(signum)
+        raise KeyboardInterrupt
+    old = {s: signal.signal(s, interrupted)
+           for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        signum = got[0] if got else signal.SIGINT
+        print(f"copa-eval: {signal.Signals(signum).name}: stopping the VM",
+              file=sys.stderr, flush=True)
+        stop_session(proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        raise SystemExit(128 + signum) from None
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def prime_font_cache():
