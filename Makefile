@@ -4,6 +4,9 @@
 #
 #   make                  build against KDIR
 #   make install          modules_install + depmod (run as root)
+#   make uninstall        remove what make install installed, then depmod
+#   make deb              Debian packages tcp-copa-dkms and copa-tools (deb/)
+#   make htmldocs         Documentation/*.rst with Sphinx, warnings as errors
 #   make demo             boot a VM, compare copa with cubic and bbr
 #   make check            build, unit tests and the VM test suite
 #   make bench            the fixed benchmark set (scripts/copa-eval)
@@ -36,6 +39,23 @@ install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
 	depmod -a $(KVER)
 
+# make install puts the modules in extra/ or updates/ (the kernel's
+# INSTALL_MOD_DIR default changed), perhaps compressed: remove any of them.
+# INSTALL_MOD_PATH is honoured as by modules_install.
+DEPMOD ?= depmod
+COPA_MODULES := tcp_copa tcp_copa_policer
+uninstall:
+	rm -f $(foreach d,extra updates $(INSTALL_MOD_DIR),$(foreach m,$(COPA_MODULES),\
+		$(foreach z,.ko .ko.xz .ko.zst .ko.gz,\
+		$(INSTALL_MOD_PATH)/lib/modules/$(KVER)/$(d)/$(m)$(z))))
+	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KVER)
+
+deb:
+	scripts/mkdeb
+
+htmldocs:
+	scripts/htmldocs
+
 demo:
 	scripts/demo
 
@@ -52,3 +72,4 @@ matrix:
 	scripts/matrix
 
 .PHONY: all modules clean install demo check bench lint matrix
+.PHONY: uninstall deb htmldocs

@@ -113,7 +113,7 @@ bool copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
 	};
 	return true;
 }
-EXPORT_SYMBOL_GPL(copa_ack_begin);
+EXPORT_SYMBOL_COPA(copa_ack_begin);
 
 static void copa_set_pacing_rate(struct sock *sk, u64 rate)
 {
@@ -142,7 +142,7 @@ void copa_ack_end(struct sock *sk, const struct copa_ack *ack)
 	copa_set_pacing_rate(sk, ack->pacing_rate);
 	trace_copa_update(sk, ca, ack->target, copa_dq_us(ca), copa_mode(ca));
 }
-EXPORT_SYMBOL_GPL(copa_ack_end);
+EXPORT_SYMBOL_COPA(copa_ack_end);
 
 static void copa_cong_control(COPA_CONG_CONTROL_ARGS)
 {
@@ -185,7 +185,7 @@ void copa_init(struct sock *sk)
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
 	copa_pace_window(sk);
 }
-EXPORT_SYMBOL_GPL(copa_init);
+EXPORT_SYMBOL_COPA(copa_init);
 
 /*
  * The stack calls this as it enters recovery, loss or CWR: Copa keeps
@@ -199,7 +199,7 @@ u32 copa_ssthresh(struct sock *sk)
 	copa_save_prior(ca, cwnd);
 	return copa_phase_ssthresh(ca, cwnd);
 }
-EXPORT_SYMBOL_GPL(copa_ssthresh);
+EXPORT_SYMBOL_COPA(copa_ssthresh);
 
 /* The reduction was spurious: restore what copa_ssthresh() kept. */
 u32 copa_undo_cwnd(struct sock *sk)
@@ -209,7 +209,7 @@ u32 copa_undo_cwnd(struct sock *sk)
 	return min(copa_undo(inet_csk_ca(sk), tcp_snd_cwnd(tp)),
 		   tp->snd_cwnd_clamp);
 }
-EXPORT_SYMBOL_GPL(copa_undo_cwnd);
+EXPORT_SYMBOL_COPA(copa_undo_cwnd);
 
 /* After a timeout the stack has set cwnd to 1 + in flight: restart. */
 void copa_set_state(struct sock *sk, u8 new_state)
@@ -221,7 +221,7 @@ void copa_set_state(struct sock *sk, u8 new_state)
 	copa_restart(inet_csk_ca(sk), tcp_snd_cwnd(tp), tp->delivered);
 	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
 }
-EXPORT_SYMBOL_GPL(copa_set_state);
+EXPORT_SYMBOL_COPA(copa_set_state);
 
 /* An ECN echo reaches in_ack_event just before cong_control. */
 void copa_in_ack_event(struct sock *sk, u32 flags)
@@ -231,7 +231,7 @@ void copa_in_ack_event(struct sock *sk, u32 flags)
 	if (flags & CA_ACK_ECE)
 		ca->ece = 1;
 }
-EXPORT_SYMBOL_GPL(copa_in_ack_event);
+EXPORT_SYMBOL_COPA(copa_in_ack_event);
 
 /* Sending starts with nothing in flight, after tp->lsndtime. */
 void copa_tx_start(struct sock *sk)
@@ -243,7 +243,7 @@ void copa_tx_start(struct sock *sk)
 	copa_on_tx_start(inet_csk_ca(sk), idle_us, tp->srtt_us >> 3);
 	copa_pace_window(sk);
 }
-EXPORT_SYMBOL_GPL(copa_tx_start);
+EXPORT_SYMBOL_COPA(copa_tx_start);
 
 /*
  * inet_diag reuses struct tcpvegas_info: tcpv_enabled = mode (enum
@@ -265,7 +265,7 @@ size_t copa_get_info(struct sock *sk, u32 ext, int *attr,
 	*attr = INET_DIAG_VEGASINFO;
 	return sizeof(info->vegas);
 }
-EXPORT_SYMBOL_GPL(copa_get_info);
+EXPORT_SYMBOL_COPA(copa_get_info);
 
 /* ---------------------------------------------------------------------
  * Tunables: module parameters and per-namespace sysctls.
@@ -347,7 +347,7 @@ const struct kernel_param_ops copa_tunable_ops = {
 	.set = copa_tunable_set,
 	.get = copa_tunable_get,
 };
-EXPORT_SYMBOL_GPL(copa_tunable_ops);
+EXPORT_SYMBOL_COPA(copa_tunable_ops);
 
 /*
  * sysctl handler. Reads show the decimal text form. A write takes one
@@ -390,7 +390,7 @@ const unsigned int *copa_params_of(const struct copa_params *p,
 
 	return cn->val;
 }
-EXPORT_SYMBOL_GPL(copa_params_of);
+EXPORT_SYMBOL_COPA(copa_params_of);
 
 /* A new namespace starts from the module parameters. */
 int copa_params_net_init(const struct copa_params *p, struct net *net)
@@ -419,7 +419,7 @@ int copa_params_net_init(const struct copa_params *p, struct net *net)
 	}
 	return 0;
 }
-EXPORT_SYMBOL_GPL(copa_params_net_init);
+EXPORT_SYMBOL_COPA(copa_params_net_init);
 
 void copa_params_net_exit(const struct copa_params *p, struct net *net)
 {
@@ -429,7 +429,7 @@ void copa_params_net_exit(const struct copa_params *p, struct net *net)
 	unregister_net_sysctl_table(cn->hdr);
 	kfree(table);
 }
-EXPORT_SYMBOL_GPL(copa_params_net_exit);
+EXPORT_SYMBOL_COPA(copa_params_net_exit);
 
 module_param_cb(delta, &copa_tunable_ops, &copa_tunables[COPA_T_DELTA], 0644);
 MODULE_PARM_DESC(delta, "default delta for new namespaces, (0, 1], e.g. 0.5");
@@ -497,5 +497,5 @@ module_exit(copa_unregister);
 
 MODULE_AUTHOR("Copa for Linux developers");
 MODULE_LICENSE("GPL");
-MODULE_VERSION("0.1.0");
+MODULE_VERSION(COPA_VERSION);
 MODULE_DESCRIPTION("TCP Copa (delay-based congestion control, NSDI 2018)");

@@ -10,6 +10,8 @@
 #define _TCP_COPA_COMPAT_H
 
 #include <linux/version.h>
+#include <linux/export.h>
+#include <linux/module.h>
 #include <linux/sysctl.h>
 #include <net/net_namespace.h>
 #include <net/tcp.h>
@@ -80,5 +82,23 @@ copa_register_net_sysctl(struct net *net, const char *path,
 	return register_net_sysctl(net, path, table);
 #endif
 }
+
+/*
+ * tcp_copa.ko exports what tcp_copa_policer.ko uses in the symbol
+ * namespace TCP_COPA, so that the generic names (copa_init, ...) cannot
+ * clash with another module's. The namespace argument of
+ * EXPORT_SYMBOL_NS_GPL() and MODULE_IMPORT_NS() is a bare identifier,
+ * stringified by the macros, up to 6.12 and a string literal from 6.13
+ * (commit cdd30ebb1b9f, "module: Convert symbol namespace to string
+ * literal"). The name starts with EXPORT_SYMBOL for checkpatch, which
+ * knows exports by that prefix.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#define EXPORT_SYMBOL_COPA(sym)	EXPORT_SYMBOL_NS_GPL(sym, "TCP_COPA")
+#define COPA_IMPORT_NS()	MODULE_IMPORT_NS("TCP_COPA")
+#else
+#define EXPORT_SYMBOL_COPA(sym)	EXPORT_SYMBOL_NS_GPL(sym, TCP_COPA)
+#define COPA_IMPORT_NS()	MODULE_IMPORT_NS(TCP_COPA)
+#endif
 
 #endif /* _TCP_COPA_COMPAT_H */

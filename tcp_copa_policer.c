@@ -151,5 +151,6 @@ module_exit(copa_policer_unregister);
 
 MODULE_AUTHOR("Copa for Linux developers");
 MODULE_LICENSE("GPL");
-MODULE_VERSION("0.1.0");
+MODULE_VERSION(COPA_VERSION);
+COPA_IMPORT_NS();
 MODULE_DESCRIPTION("TCP Copa with token-bucket policer detection");

@@ -362,3 +362,61 @@ def copa_traced(buffer_kb=None):
         events.extend(copa_trace_events(
             read_text(os.path.join(TRACING, "trace"))))
         write_text(size_path, old_size)
+
+
+# ---- the kernel's names (tools/testing/selftests/net/lib/py) ----------------
+# So that a test written against this file can move upstream unchanged:
+# bkg() is bg(), and defer() queues a cleanup that runs when the current
+# case ends (last queued first), whether it passed or not.
+
+bkg = bg
+
+_defer_queue = []
+
+
+class defer:
+    """defer(func, *args, **kwargs): call func(*args, **kwargs) when the
+    current test case ends. .exec() runs it now, .cancel() drops it."""
+
+    def __init__(self, func, *args, **kwargs):
+        self.func, self.args, self.kwargs = func, args, kwargs
+        _defer_queue.append(self)
+
+    def cancel(self):
+        if self in _defer_queue:
+            _defer_queue.remove(self)
+
+    def exec(self):
+        self.cancel()
+        self.func(*self.args, **self.kwargs)
+
+
+def ksft_flush_defer():
+    """Run every queued cleanup, newest first; KsftFailEx if any raised."""
+    errors = []
+    while _defer_queue:
+        entry = _defer_queue[-1]
+        try:
+            entry.exec()
+        except Exception as exc:  # keep cleaning up
+            errors.append(f"{getattr(entry.func, '__name__', entry.func)}:"
+                          f" {exc!r}")
+            entry.cancel()
+    if errors:
+        _fail("deferred cleanup failed:", "; ".join(errors))
+
+
+_ksft_run_cases = ksft_run
+
+
+def ksft_run(cases):  # noqa: F811 - adds the defer queue to ksft_run
+    """ksft_run() whose cases also flush the defer() queue when they end."""
+    def with_defer(case):
+        def run():
+            try:
+                case()
+            finally:
+                ksft_flush_defer()
+        run.__name__ = case.__name__
+        return run
+    _ksft_run_cases([with_defer(case) for case in cases])

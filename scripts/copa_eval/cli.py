@@ -2,23 +2,24 @@
 """Command line of scripts/copa-eval; see ``copa-eval --help``."""
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
 import tomllib
 
-from . import lab, report, runner, scenarios
+from . import files, lab, report, runner, scenarios
 from .scenarios import ROOT, ScenarioError
 from .variants import VariantError
 
 VM_RUN = os.path.join(ROOT, "scripts", "vm-run")
+VERSION_FILE = os.path.join(ROOT, "VERSION")
 BENCH_FILE = os.path.join(ROOT, "scripts", "scenarios", "bench.toml")
 BENCH_DOC = os.path.join(ROOT, "Documentation", "results", "bench.md")
 README = os.path.join(ROOT, "README.md")
@@ -41,8 +42,13 @@ def parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run congestion-control variants over emulated links "
         "and write JSON, CSV, Markdown and PNG results.")
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {version()}")
     p.add_argument("--vm", action="store_true",
                    help="run inside the project VM (scripts/vm-run)")
+    p.add_argument("--vm-timeout", type=float, metavar="SEC",
+                   help="stop the VM after SEC seconds (default: the "
+                   "planned runs' durations plus overheads)")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the shipped scenarios")
     for name, text in (("show", "validate a scenario and list its runs"),
@@ -72,6 +78,15 @@ def parser():
                     f"{os.path.relpath(BENCH_DOC, ROOT)}; '' for neither)")
     sp.add_argument("--no-plots", action="store_true")
     return p
+
+
+def version(path=VERSION_FILE):
+    """The project's version: the one line of VERSION."""
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError as exc:
+        return f"unknown ({exc.strerror}: {path})"
 
 
 def split_list(text):
@@ -232,10 +247,10 @@ def cmd_bench(args):
         print(sections[-1], flush=True)
     head = bench_head(revision,
                       runs_span_s(records) or time.monotonic() - t0)
-    with open(os.path.join(outdir, "bench.md"), "w") as f:
-        f.write(bench_markdown(head, sections))
-    with open(os.path.join(outdir, "summary.md"), "w") as f:
-        f.write(summary_markdown(head, summary, spreads))
+    files.write_atomic(os.path.join(outdir, "bench.md"),
+                       bench_markdown(head, sections))
+    files.write_atomic(os.path.join(outdir, "summary.md"),
+                       summary_markdown(head, summary, spreads))
     publish(outdir, args.doc)
     print(f"results: {outdir}")
 
@@ -333,20 +348,35 @@ def publish(outdir, doc):
     if not doc:
         return
     os.makedirs(os.path.dirname(os.path.abspath(doc)), exist_ok=True)
-    shutil.copyfile(os.path.join(outdir, "bench.md"), doc)
+    with open(os.path.join(outdir, "bench.md")) as f:
+        files.write_atomic(doc, f.read())
     print(f"wrote {doc}")
     with open(os.path.join(outdir, "summary.md")) as f:
         block = f.read()
     with open(README) as f:
         text = splice_readme(f.read(), block)
-    with open(README, "w") as f:
-        f.write(text)
+    files.write_atomic(README, text)
     print(f"wrote the summary into {README}")
 
 
 def command_line():
     return "scripts/copa-eval " + " ".join(shlex.quote(a)
                                            for a in sys.argv[1:])
+
+
+def strip_vm_options(argv):
+    """@argv without --vm and --vm-timeout (with its value)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--vm" or arg.startswith("--vm-timeout="):
+            continue
+        elif arg == "--vm-timeout":
+            skip = True
+        else:
+            out.append(arg)
+    return out
 
 
 def run_in_vm(args, argv):
@@ -368,16 +398,97 @@ def run_in_vm(args, argv):
     outdir = os.path.abspath(outdir)
     os.makedirs(outdir, exist_ok=True)
     prime_font_cache()
-    inner = [a for a in argv if a != "--vm"]
+    inner = strip_vm_options(argv)
     if "--out" not in inner:
         inner += ["--out", outdir]
     if args.command == "bench":
         inner += ["--doc", ""]
-    cmd = [VM_RUN, "--rwdir", outdir, "--", "scripts/copa-eval"] + inner
-    rc = subprocess.call(cmd)
+    timeout = args.vm_timeout or vm_timeout_s(
+        [load_scenario(args)] if args.command == "run" else bench_plan())
+    cmd = [VM_RUN, "--timeout", str(int(timeout)), "--rwdir", outdir, "--",
+           "scripts/copa-eval"] + inner
+    rc = run_vm_command(cmd)
     if rc == 0 and args.command == "bench":
         publish(outdir, args.doc)
     return rc
+
+
+VM_BOOT_S = 600          # boot, module install and slack under TCG
+VM_RUN_OVERHEAD_S = 60   # per run: namespaces, links, reports
+
+
+def vm_timeout_s(plan):
+    """A bound for a --vm run of the scenarios in @plan: each planned run's
+    duration plus its overhead, plus the boot; --vm-timeout overrides."""
+    total = VM_BOOT_S
+    for scenario in plan:
+        total += len(runner.plan(scenario)) * (scenario.duration_s
+                                               + VM_RUN_OVERHEAD_S)
+    return total
+
+
+def session_pids(sid):
+    """Every process of session @sid (vm-run started it): timeout(1)
+    moves qemu into a process group of its own, but not out of the
+    session."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp session ...; comm may hold spaces
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[3]) == sid and fields[0] != "Z":  # zombies are done
+            pids.append(int(entry))
+    return pids
+
+
+def stop_session(sid, grace_s=20.0):
+    """SIGTERM every process of session @sid (qemu shuts down, vm-run
+    removes its run directory), then SIGKILL what is left after @grace_s
+    seconds. Returns the pids that needed SIGKILL."""
+    for pid in session_pids(sid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while session_pids(sid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = session_pids(sid)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def run_vm_command(cmd):
+    """Run vm-run in a session of its own and return its exit status. On
+    SIGINT or SIGTERM stop the whole session, so that no qemu outlives
+    us, and exit 130 or 143."""
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    got = []
+
+    def interrupted(signum, _frame):
+        got.append(signum)
+        raise KeyboardInterrupt
+    old = {s: signal.signal(s, interrupted)
+           for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        signum = got[0] if got else signal.SIGINT
+        print(f"copa-eval: {signal.Signals(signum).name}: stopping the VM",
+              file=sys.stderr, flush=True)
+        stop_session(proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        raise SystemExit(128 + signum) from None
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def prime_font_cache():
@@ -402,7 +513,7 @@ def main(argv=None):
                     "report": cmd_report, "bench": cmd_bench}
         handlers[args.command](args)
     except (ScenarioError, VariantError, lab.LinkError, lab.LabError,
-            RuntimeError) as exc:
+            RuntimeError) as exc:  # files.CorruptFileError included
         print(f"copa-eval: {exc}", file=sys.stderr)
         return 2
     except (FileNotFoundError, json.JSONDecodeError) as exc:

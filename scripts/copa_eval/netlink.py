@@ -16,10 +16,16 @@ kernel directly:
 
 Only the stable, documented layouts of <linux/inet_diag.h>, <linux/tcp.h>
 and <linux/gen_stats.h> are decoded.
+
+This is also scripts/copa-diag's decoder: ``parse_messages()`` splits a
+netlink buffer (rejecting zero-length, short and overlong messages),
+``inet_diag_request()`` builds a dump request and ``decode_inet_diag()``
+decodes one struct inet_diag_msg with its attributes.
 """
 
 import contextlib
 import ctypes
+import ipaddress
 import itertools
 import os
 import socket
@@ -69,6 +75,16 @@ TCP_INFO_FIELDS = (
     ("bytes_sent", "Q", 200),
     ("bytes_retrans", "Q", 208),
 )
+
+# family, state, timer, retrans, sockid (sport, dport, src, dst, if,
+# cookie), expires, rqueue, wqueue, uid, inode
+INET_DIAG_MSG = struct.Struct("=BBBB2s2s16s16sI8sIIIII")
+assert INET_DIAG_MSG.size == INET_DIAG_MSG_LEN
+
+
+class NetlinkError(OSError):
+    """The kernel answered with a malformed netlink message."""
+
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _seq = itertools.count(1)
@@ -124,31 +140,51 @@ def socket_in_netns(netns, protocol, family=socket.AF_NETLINK,
         return socket.socket(family, kind, protocol)
 
 
+def parse_messages(data):
+    """Split one recv() buffer into (type, seq, body) tuples.
+
+    A message whose length is shorter than its header (zero included:
+    it would never advance), or longer than what is left of the buffer,
+    raises NetlinkError instead of looping or reading past the end.
+    """
+    off = 0
+    while off + NLMSG_HDR.size <= len(data):
+        length, typ, _, seq, _ = NLMSG_HDR.unpack_from(data, off)
+        if length < NLMSG_HDR.size or off + length > len(data):
+            raise NetlinkError(f"malformed netlink message: length {length}"
+                               f" at offset {off} of {len(data)} bytes")
+        yield typ, seq, data[off + NLMSG_HDR.size:off + length]
+        off += (length + 3) & ~3
+
+
+def dump_replies(sock, seq):
+    """Yield the payload of each reply to dump request ``seq`` on ``sock``
+    until NLMSG_DONE; an NLMSG_ERROR reply raises OSError."""
+    while True:
+        data = sock.recv(1 << 20)
+        if not data:
+            raise NetlinkError("netlink socket closed during a dump")
+        for typ, rseq, body in parse_messages(data):
+            if rseq != seq:
+                continue
+            if typ == NLMSG_DONE:
+                return
+            if typ == NLMSG_ERROR:
+                err = struct.unpack_from("=i", body)[0] if len(body) >= 4 \
+                    else 0
+                if err:
+                    raise OSError(-err, os.strerror(-err))
+                return
+            yield body
+
+
 def _dump(sock, msg_type, payload):
     """Send a dump request and yield each reply's payload."""
     seq = next(_seq)
     flags = NLM_F_REQUEST | NLM_F_DUMP
     sock.send(NLMSG_HDR.pack(NLMSG_HDR.size + len(payload), msg_type,
                              flags, seq, 0) + payload)
-    while True:
-        data = sock.recv(1 << 20)
-        off = 0
-        while off + NLMSG_HDR.size <= len(data):
-            length, typ, _, rseq, _ = NLMSG_HDR.unpack_from(data, off)
-            if length < NLMSG_HDR.size:
-                raise OSError("malformed netlink message")
-            body = data[off + NLMSG_HDR.size:off + length]
-            off += (length + 3) & ~3
-            if rseq != seq:
-                continue
-            if typ == NLMSG_DONE:
-                return
-            if typ == NLMSG_ERROR:
-                err = struct.unpack_from("=i", body)[0]
-                if err:
-                    raise OSError(-err, os.strerror(-err))
-                return
-            yield body
+    yield from dump_replies(sock, seq)
 
 
 def _attrs(buf, off=0):
@@ -175,6 +211,48 @@ def parse_tcp_info(raw):
     return info
 
 
+def inet_diag_request(family, ext, states=TCP_STATES_ALL, seq=1):
+    """A SOCK_DIAG_BY_FAMILY dump request for TCP sockets of ``family``
+    asking for the INET_DIAG_* attributes in the bit mask ``ext``."""
+    body = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, ext, 0,
+                       states) + bytes(48)
+    return NLMSG_HDR.pack(NLMSG_HDR.size + len(body), SOCK_DIAG_BY_FAMILY,
+                          NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body
+
+
+def _address(family, raw):
+    return str(ipaddress.ip_address(raw[:4 if family == socket.AF_INET
+                                         else 16]))
+
+
+def decode_inet_diag(msg):
+    """Decode one struct inet_diag_msg and its attributes: family, state,
+    src, dst (addresses), sport, dport, cookie, cc, info (parse_tcp_info,
+    when asked for) and vegas (the struct tcpvegas_info fields, when the
+    algorithm answers with it). NetlinkError if ``msg`` is too short."""
+    if len(msg) < INET_DIAG_MSG.size:
+        raise NetlinkError(f"inet_diag message of {len(msg)} bytes, "
+                           f"expected at least {INET_DIAG_MSG.size}")
+    (family, state, _timer, _retrans, sport, dport, src, dst, _ifindex,
+     cookie, *_rest) = INET_DIAG_MSG.unpack_from(msg)
+    attrs = _attrs(msg, INET_DIAG_MSG.size)
+    entry = {"family": family, "state": state,
+             "src": _address(family, src), "dst": _address(family, dst),
+             "sport": int.from_bytes(sport, "big"),
+             "dport": int.from_bytes(dport, "big"),
+             "cookie": int.from_bytes(cookie, "little"),
+             "cc": attrs.get(INET_DIAG_CONG, b"").split(b"\0")[0].decode(
+                 errors="replace")}
+    if INET_DIAG_INFO in attrs:
+        entry["info"] = parse_tcp_info(attrs[INET_DIAG_INFO])
+    vegas = attrs.get(INET_DIAG_VEGASINFO)
+    if vegas and len(vegas) >= 16:
+        entry["vegas"] = dict(zip(
+            ("tcpv_enabled", "tcpv_rttcnt", "tcpv_rtt", "tcpv_minrtt"),
+            struct.unpack_from("=IIII", vegas)))
+    return entry
+
+
 def tcp_sockets(sock, states=TCP_STATES_ALL):
     """Dump IPv4 TCP sockets visible to ``sock``'s namespace.
 
@@ -184,22 +262,14 @@ def tcp_sockets(sock, states=TCP_STATES_ALL):
     """
     ext = ((1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_VEGASINFO - 1))
            | (1 << (INET_DIAG_CONG - 1)))
-    req = struct.pack("=BBBBI", socket.AF_INET, socket.IPPROTO_TCP, ext, 0,
-                      states) + bytes(48)
+    seq = next(_seq)
+    sock.send(inet_diag_request(socket.AF_INET, ext, states, seq))
     out = []
-    for msg in _dump(sock, SOCK_DIAG_BY_FAMILY, req):
-        state = msg[1]
-        sport, dport = struct.unpack_from("!HH", msg, 4)
-        attrs = _attrs(msg, INET_DIAG_MSG_LEN)
-        entry = {"sport": sport, "dport": dport, "state": state,
-                 "cc": attrs.get(INET_DIAG_CONG, b"").rstrip(b"\0").decode(),
-                 "info": parse_tcp_info(attrs.get(INET_DIAG_INFO, b""))}
-        vegas = attrs.get(INET_DIAG_VEGASINFO)
-        if vegas and len(vegas) >= 16:
-            entry["vegas"] = dict(zip(
-                ("tcpv_enabled", "tcpv_rttcnt", "tcpv_rtt", "tcpv_minrtt"),
-                struct.unpack_from("=IIII", vegas)))
-        out.append(entry)
+    for msg in dump_replies(sock, seq):
+        entry = decode_inet_diag(msg)
+        entry.setdefault("info", {})
+        out.append({k: entry[k] for k in ("sport", "dport", "state", "cc",
+                                          "info", "vegas") if k in entry})
     return out
 
 

@@ -8,7 +8,7 @@ import csv
 import json
 import os
 
-from . import metrics
+from . import files, metrics
 
 FRAME_BYTES = 1514      # lab.FRAME_BYTES: a full frame as tbf counts it
 
@@ -400,8 +400,7 @@ HOUSEHOLD_INTRO = (
 
 def write_reports(outdir, plot=True):
     """(Re)write summary.csv, summary.md and the sweep's plots."""
-    with open(os.path.join(outdir, "manifest.json")) as f:
-        manifest = json.load(f)
+    manifest = files.load_manifest(os.path.join(outdir, "manifest.json"))
     records = load_records(outdir)
     rows = flow_rows(records)
     write_csv(rows, os.path.join(outdir, "summary.csv"))
@@ -420,8 +419,8 @@ def write_reports(outdir, plot=True):
     if conv:
         parts += ["## Convergence", "", conv, ""]
     parts += [f"- {line}" for line in notes(records, manifest)]
-    with open(os.path.join(outdir, "summary.md"), "w") as f:
-        f.write("\n".join(parts) + "\n")
+    files.write_atomic(os.path.join(outdir, "summary.md"),
+                       "\n".join(parts) + "\n")
     if plot and records:
         from . import plots
         plots.scatter(rows, os.path.join(outdir, "scatter.png"),

@@ -26,6 +26,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from . import lab, metrics
+from . import files
 from .scenarios import ROOT, build_flows
 
 RUN_OVERHEAD_S = 12     # first ETA guess: set-up, iperf3 start, teardown
@@ -94,9 +95,7 @@ def module_info():
 
 
 def _write_json(path, data):
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1, default=str)
-        f.write("\n")
+    files.write_json(path, data)
 
 
 class Progress:
@@ -161,8 +160,7 @@ def prepare(scenario, outdir, command):
                 "created": datetime.datetime.now().isoformat(
                     timespec="seconds")}
     if os.path.exists(path):
-        with open(path) as f:
-            old = json.load(f)
+        old = files.load_manifest(path)
         if old.get("digest") != manifest["digest"]:
             raise RuntimeError(
                 f"{outdir} holds results of a different scenario "

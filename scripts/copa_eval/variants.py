@@ -18,36 +18,56 @@ from dataclasses import dataclass
 ALGORITHMS = ("cubic", "bbr", "vegas", "reno", "copa", "copa_policer")
 
 
-def _delta(value):
-    whole, _, frac = value.partition(".")
-    ok = whole.isdigit() and (frac == "" or (frac.isdigit()
-                                             and len(frac) <= 3))
-    return ok and 0 < float(value) <= 1
+# The modules' own ranges (struct copa_tunable in tcp_copa.c and
+# tcp_copa_policer.c: name, min, max, milli); tests/unit/test_variants.py
+# checks that they still agree. Values are parsed as the kernel parses
+# them, but in ASCII digits only (str.isdigit() takes "²" and "٣").
+_DIGITS = frozenset("0123456789")
 
 
-def _flag(value):
-    return value in ("0", "1")
+def _digits(text):
+    return bool(text) and set(text) <= _DIGITS
 
 
-def _percent(value):
-    return value.isdigit() and 0 <= int(value) <= 100
+def _milli(value):
+    """ "0.04" -> 40, as copa_tunable_parse() reads a milli value; None if
+    it is not a decimal with up to three decimals."""
+    whole, dot, frac = value.partition(".")
+    if not (_digits(whole) or (dot and not whole and _digits(frac))) or \
+            (dot and not _digits(frac)) or len(frac) > 3:
+        return None
+    return int(whole or "0") * 1000 + int(frac.ljust(3, "0") or "0")
 
 
-def _positive(value):
-    return value.isdigit() and int(value) > 0
+def _ranged(lo, hi, milli=False):
+    def check(value):
+        number = _milli(value) if milli else \
+            (int(value) if _digits(value) else None)
+        return number is not None and lo <= number <= hi
+    return check
 
 
-COPA_PARAMS = {
-    "delta": (_delta, "a decimal in (0, 1] with up to 3 decimals"),
-    "competitive": (_flag, "0 or 1"),
-    "loss_reaction": (_percent, "an integer percentage 0..100"),
+def _describe(lo, hi, milli=False):
+    if milli:
+        return (f"a decimal from {lo / 1000:g} to {hi / 1000:g} with up to "
+                f"3 decimals (ASCII digits)")
+    if (lo, hi) == (0, 1):
+        return "0 or 1"
+    return f"an integer from {lo} to {hi} (ASCII digits)"
+
+
+KERNEL_RANGES = {
+    "tcp_copa": {"delta": (1, 1000, True), "competitive": (0, 1, False),
+                 "loss_reaction": (0, 100, False)},
+    "tcp_copa_policer": {"detect": (0, 1, False),
+                         "loss_thresh": (1, 100, False),
+                         "rate_tol": (1, 100, False),
+                         "hold_rounds": (1, 255, False)},
 }
-POLICER_PARAMS = {
-    "detect": (_flag, "0 or 1"),
-    "loss_thresh": (_percent, "an integer percentage 0..100"),
-    "rate_tol": (_percent, "an integer percentage 0..100"),
-    "hold_rounds": (_positive, "an integer > 0"),
-}
+COPA_PARAMS, POLICER_PARAMS = (
+    {key: (_ranged(*r), _describe(*r))
+     for key, r in KERNEL_RANGES[group].items()}
+    for group in ("tcp_copa", "tcp_copa_policer"))
 PARAMS = {"copa": {"tcp_copa": COPA_PARAMS},
           "copa_policer": {"tcp_copa": COPA_PARAMS,
                            "tcp_copa_policer": POLICER_PARAMS}}

@@ -5,3 +5,17 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "scripts"))
+
+import importlib.util  # noqa: E402
+
+import pytest  # noqa: E402
+
+# Plots need matplotlib (scripts/deps puts it in the venv); without it the
+# tests that draw are skipped, not failed. COPA_TEST_NO_MATPLOTLIB=1
+# pretends it is missing (test_no_matplotlib.py uses it).
+if os.environ.get("COPA_TEST_NO_MATPLOTLIB") == "1":
+    sys.modules["matplotlib"] = None
+HAVE_MATPLOTLIB = sys.modules.get("matplotlib", 0) is not None and \
+    importlib.util.find_spec("matplotlib") is not None
+needs_matplotlib = pytest.mark.skipif(
+    not HAVE_MATPLOTLIB, reason="matplotlib is missing (run scripts/deps)")

@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """Variant strings: parsing into algorithm and per-netns sysctls."""
+import os
+import re
+
 import pytest
 
-from copa_eval.variants import VariantError, parse_variant, parse_variants
+from copa_eval.variants import (KERNEL_RANGES, VariantError, parse_variant,
+                                parse_variants)
 
 
 def test_plain_algorithms():
@@ -49,3 +53,48 @@ def test_variant_lists():
         parse_variants(["cubic", "cubic"])
     with pytest.raises(VariantError, match="at least one"):
         parse_variants("")
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("copa:delta=²", "delta must be a decimal from 0.001 to 1"),
+    ("copa:delta=0.0٣", "delta must be"),
+    ("copa:loss_reaction=٣", "loss_reaction must be an integer from 0"),
+    ("copa:delta=-0.1", "delta must be"),
+    ("copa:delta= 0.1", "delta must be"),
+    ("copa_policer:loss_thresh=0", "loss_thresh must be an integer from 1"),
+    ("copa_policer:rate_tol=0", "rate_tol must be an integer from 1"),
+    ("copa_policer:hold_rounds=256", "hold_rounds must be an integer from 1"
+     " to 255"),
+    ("copa_policer:hold_rounds=0", "hold_rounds must be"),
+])
+def test_kernel_ranges_and_ascii_digits(spec, needle):
+    with pytest.raises(VariantError, match=needle):
+        parse_variant(spec)
+
+
+@pytest.mark.parametrize("spec", [
+    "copa:delta=0.001", "copa:delta=1", "copa:delta=.5",
+    "copa:loss_reaction=0", "copa:loss_reaction=100",
+    "copa_policer:loss_thresh=1", "copa_policer:hold_rounds=255"])
+def test_kernel_range_ends_pass(spec):
+    parse_variant(spec)
+
+
+def kernel_tables():
+    """{module: {name: (min, max, milli)}} from the copa_tunable tables of
+    the module sources."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    out = {}
+    for module in ("tcp_copa", "tcp_copa_policer"):
+        with open(os.path.join(root, module + ".c")) as f:
+            text = f.read()
+        out[module] = {
+            name: (int(lo), int(hi), milli == "true")
+            for name, lo, hi, milli in re.findall(
+                r'=\s*\{\s*"(\w+)",\s*(\d+),\s*(\d+),\s*(true|false),',
+                text)}
+    return out
+
+
+def test_ranges_are_the_kernels():
+    assert kernel_tables() == KERNEL_RANGES

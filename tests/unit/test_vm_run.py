@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: GPL-2.0
+"""scripts/vm-run quotes the guest command with printf %q: a repository
+path containing a quote and a space reaches the guest intact."""
+import os
+import shutil
+import subprocess
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def test_guest_command_survives_quotes_and_spaces(tmp_path):
+    repo = tmp_path / "it's a repo"
+    (repo / "scripts").mkdir(parents=True)
+    for name in ("vm-run", "deps", "vm-kernel"):
+        shutil.copy(os.path.join(ROOT, "scripts", name), repo / "scripts")
+    env = dict(os.environ, COPA_ACCEL="tcg")   # no KVM probe boot
+    proc = subprocess.run(
+        [str(repo / "scripts" / "vm-run"), "--no-modules", "--print", "--",
+         "echo", "hi"], env=env, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    words = proc.stdout.decode().split("\0")[:-1]
+    assert "--cwd" not in words
+    exec_line = words[words.index("--exec") + 1]
+    # the guest runs it with a shell: what words does that shell see?
+    seen = subprocess.run(["bash", "-c", f"printf '%s\\0' {exec_line}"],
+                          capture_output=True, check=True).stdout
+    seen = seen.decode().split("\0")[:-1]
+    assert seen[0] == str(repo / "scripts" / "vm-run")
+    assert seen[1:2] == ["--in-guest"]
+    assert seen[3:] == ["1", "0"]    # load, install (--no-modules)

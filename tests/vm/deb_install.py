@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The Debian package tcp-copa-dkms, installed in the VM with dpkg -i.
+
+Not a test_*.py: it takes minutes under TCG (DKMS compiles the modules in
+the guest and depmod reads the whole module tree over 9p, twice), so
+make check leaves it out and CI runs it on its own after make deb:
+
+    make deb
+    scripts/vm-run --no-load -- tests/run-vm --timeout 900 tests/vm/deb_install.py
+
+The guest's /usr, /var and /etc are overlays, so dpkg and DKMS write
+there as on a real machine and nothing reaches the host. The modules that
+vm-run installed are taken away first, so that modprobe can only find
+the ones DKMS built. Checks: the package installs (postinst: dkms add,
+build, install), the modules land in updates/dkms with VERSION as their
+version, modprobe tcp_copa works, copa is selected through the sysctl
+for a new connection, and dpkg -r removes the modules again.
+"""
+
+import glob
+import json
+import os
+
+from ksft import (KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_in, ksft_pr,
+                  ksft_run, ksft_true, module_loaded, setcc, sysctl_saved,
+                  sysctl_set, unload_copa)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+VERSION = open(os.path.join(ROOT, "VERSION")).read().strip()
+DEB = os.path.join(ROOT, "deb", f"tcp-copa-dkms_{VERSION}_all.deb")
+MODDIR = f"/lib/modules/{os.uname().release}"
+PORT = 5601
+
+
+def dpkg_install_modprobe_select_remove():
+    if not os.path.exists(DEB):
+        raise KsftSkipEx(f"no {DEB}: run make deb")
+    if not os.path.exists(f"{MODDIR}/build/Makefile"):
+        raise KsftSkipEx("no kernel headers for the guest's kernel")
+    unload_copa()
+    for ko in glob.glob(f"{MODDIR}/updates/copa/*.ko"):
+        os.unlink(ko)
+
+    proc = cmd(["dpkg", "-i", DEB], timeout=900)
+    ksft_pr("\n".join(proc.stdout.splitlines()[-12:]))
+    status = cmd(["dkms", "status", "tcp-copa"]).stdout.strip()
+    ksft_pr(f"dkms status: {status}")
+    ksft_in(f"tcp-copa/{VERSION}", status)
+    ksft_in("installed", status)
+    for mod in ("tcp_copa", "tcp_copa_policer"):
+        path = cmd(["modinfo", "-n", mod]).stdout.strip()
+        ksft_in("/updates/dkms/", path, f"{mod} comes from DKMS")
+        ksft_eq(cmd(["modinfo", "-F", "version", mod]).stdout.strip(),
+                VERSION)
+
+    cmd(["modprobe", "tcp_copa"])
+    ksft_true(module_loaded("tcp_copa"))
+    # Only the initial namespace may make a restricted algorithm the
+    # default (others get EPERM); a namespace created then inherits it.
+    with sysctl_saved("net.ipv4.tcp_congestion_control"):
+        sysctl_set("net.ipv4.tcp_congestion_control", "copa")
+        with NetNS() as ns:
+            with bg(["tests/setcc", "--sink", "--bind", "127.0.0.1", PORT],
+                    ns=ns) as sink:
+                json.loads(sink.stdout.readline())  # {"listening": PORT}
+                (flow,) = setcc(["--bytes", 100000, "127.0.0.1", PORT],
+                                ns=ns)
+    ksft_eq(flow["cc"], "copa", "the default from the sysctl selects copa")
+
+    unload_copa()
+    cmd(["dpkg", "-r", "tcp-copa-dkms"], timeout=600)
+    left = glob.glob(f"{MODDIR}/updates/dkms/tcp_copa*")
+    ksft_eq(left, [], "dpkg -r removes the modules")
+
+
+ksft_run([dpkg_install_modprobe_select_remove])
