@@ -33,10 +33,10 @@ struct copa_bpf_defaults {
 	u32	delta;
 	u32	competitive;
 	u32	loss_reaction;
-	u32	detect;		/* bpf_copa_policer only */
-	u32	loss_thresh;	/* bpf_copa_policer only */
-	u32	rate_tol;	/* bpf_copa_policer only */
-	u32	hold_rounds;	/* bpf_copa_policer only */
+	u32	detect;		/* bpf_copa_pol only */
+	u32	loss_thresh;	/* bpf_copa_pol only */
+	u32	rate_tol;	/* bpf_copa_pol only */
+	u32	hold_rounds;	/* bpf_copa_pol only */
 	u32	flow_stats;	/* 0, 1: record each flow in copa_flows */
 };
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Copa as BPF struct_ops congestion controls: bpf_copa and
- * bpf_copa_policer. The algorithm is tcp_copa_algo.h, the same file
+ * Copa as BPF struct_ops congestion controls: bpf_copa, and bpf_copa_pol
+ * with policer detection. The algorithm is tcp_copa_algo.h, the same file
  * tcp_copa.ko and tcp_copa_policer.ko compile; this file is only the glue
  * that tcp_copa.c is for the modules, written against the BPF view of the
  * socket:
@@ -343,6 +343,11 @@ static __always_inline void copa_bpf_tx_start(struct sock *sk)
 	copa_pace_window(sk);
 }
 
+/* The state must fit icsk_ca_priv (13 u64 on every kernel, 6.0 to 7.2). */
+_Static_assert(sizeof(struct copa) <= 13 * sizeof(u64), "struct copa too large");
+_Static_assert(sizeof(struct copa_policer) <= 13 * sizeof(u64),
+	       "struct copa_policer too large");
+
 /* ---------------------------------------------------------------------
  * bpf_copa
  */
@@ -436,4 +441,113 @@ struct tcp_congestion_ops bpf_copa = {
 	.in_ack_event	= (void *)copa_in_ack_event,
 	COPA_TX_START_OPS(copa),
 	.name		= "bpf_copa",
+};
+
+/* ---------------------------------------------------------------------
+ * bpf_copa_pol: the same Copa plus policer detection (tcp_copa_policer.c).
+ * "bpf_copa_policer" would be 16 characters, one more than a congestion
+ * control name may have (TCP_CA_NAME_MAX counts the NUL).
+ * Its own programs, so that each struct_ops map has programs of its own.
+ */
+
+static __always_inline void copa_policer_bpf_init(struct sock *sk)
+{
+	bool bad = false;
+	u32 detect, loss_thresh, rate_tol, hold_rounds;
+
+	copa_bpf_init(sk);
+	detect = copa_pick(copa_defaults.detect, 0, 1, COPA_DETECT_DEF, &bad);
+	loss_thresh = copa_pick(copa_defaults.loss_thresh, 1, 100,
+				COPA_LOSS_THRESH_DEF, &bad);
+	rate_tol = copa_pick(copa_defaults.rate_tol, 1, 100,
+			     COPA_RATE_TOL_DEF, &bad);
+	hold_rounds = copa_pick(copa_defaults.hold_rounds, 1, 255,
+				COPA_HOLD_ROUNDS_DEF, &bad);
+	if (bad)
+		__sync_fetch_and_add(&copa_bad_defaults, 1);
+	policer_init(inet_csk_ca(sk), detect, loss_thresh, rate_tol,
+		     hold_rounds);
+}
+
+SEC("struct_ops")
+void BPF_PROG(copa_policer_init, struct sock *sk)
+{
+	copa_policer_bpf_init(sk);
+}
+
+SEC("struct_ops")
+COPA_CONG_CONTROL_PROG(copa_policer_cong_control)
+{
+	struct copa_policer *cp = inet_csk_ca(sk);
+	struct copa_ack ack;
+
+	if (!copa_ack_begin(sk, rs, &ack))
+		return;
+	copa_on_ack(&cp->copa, &ack);
+	policer_on_ack(cp, &ack);
+	copa_ack_end(sk, &ack);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(copa_policer_ssthresh, struct sock *sk)
+{
+	struct copa *ca = inet_csk_ca(sk);
+	u32 cwnd = tcp_sk(sk)->snd_cwnd;
+
+	copa_save_prior(ca, cwnd);
+	return copa_phase_ssthresh(ca, cwnd);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(copa_policer_undo_cwnd, struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	return min(copa_undo(inet_csk_ca(sk), tp->snd_cwnd),
+		   tp->snd_cwnd_clamp);
+}
+
+/* A timeout restarts Copa (and drops any hold): sample afresh. */
+SEC("struct_ops")
+void BPF_PROG(copa_policer_set_state, struct sock *sk, u8 new_state)
+{
+	copa_bpf_set_state(sk, new_state);
+	if (new_state == COPA_TCP_CA_LOSS)
+		policer_reset(inet_csk_ca(sk));
+}
+
+SEC("struct_ops")
+void BPF_PROG(copa_policer_in_ack_event, struct sock *sk, u32 flags)
+{
+	struct copa *ca = inet_csk_ca(sk);
+
+	if (flags & COPA_CA_ACK_ECE)
+		ca->ece = 1;
+}
+
+#ifdef COPA_TX_START_HOOK
+SEC("struct_ops")
+void BPF_PROG(copa_policer_tx_start, struct sock *sk)
+{
+	copa_bpf_tx_start(sk);
+}
+#else
+SEC("struct_ops")
+void BPF_PROG(copa_policer_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
+{
+	if (ev == COPA_CA_EVENT_TX_START)
+		copa_bpf_tx_start(sk);
+}
+#endif
+
+SEC(".struct_ops")
+struct tcp_congestion_ops bpf_copa_pol = {
+	.init		= (void *)copa_policer_init,
+	.cong_control	= (void *)copa_policer_cong_control,
+	.ssthresh	= (void *)copa_policer_ssthresh,
+	.undo_cwnd	= (void *)copa_policer_undo_cwnd,
+	.set_state	= (void *)copa_policer_set_state,
+	.in_ack_event	= (void *)copa_policer_in_ack_event,
+	COPA_TX_START_OPS(copa_policer),
+	.name		= "bpf_copa_pol",
 };
