@@ -61,6 +61,28 @@ struct copa_sk_params {
 	u32	loss_reaction;
 };
 
+static inline bool copa_in_range(u32 v, u32 lo, u32 hi)
+{
+	return v >= lo && v <= hi;
+}
+
+/* An override is used whole or not at all. */
+static inline bool copa_sk_params_valid(const struct copa_sk_params *p)
+{
+	if (p->set & ~COPA_SET_ALL)
+		return false;
+	if ((p->set & COPA_SET_DELTA) &&
+	    !copa_in_range(p->delta, COPA_DELTA_MIN, COPA_DELTA_MAX))
+		return false;
+	if ((p->set & COPA_SET_COMPETITIVE) &&
+	    !copa_in_range(p->competitive, 0, 1))
+		return false;
+	if ((p->set & COPA_SET_LOSS_REACTION) &&
+	    !copa_in_range(p->loss_reaction, 0, COPA_LOSS_REACTION_MAX))
+		return false;
+	return true;
+}
+
 /*
  * copa_prefix (LPM trie): destination prefix -> policy. IPv4 addresses
  * are stored IPv4-mapped (::ffff:a.b.c.d), so an IPv4 /24 has

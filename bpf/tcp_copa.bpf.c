@@ -56,6 +56,7 @@ u64 copa_bad_defaults;		/* connections that met an invalid default */
 u64 copa_bad_overrides;		/* socket overrides rejected */
 u64 copa_overrides;		/* socket overrides applied */
 u64 copa_flows_started;		/* connections initialised */
+u64 copa_undo_bad;		/* undo_cwnd results the stack would reject */
 
 extern unsigned int CONFIG_HZ __kconfig __weak;
 
@@ -107,28 +108,6 @@ static __always_inline u32 copa_pick(u32 v, u32 lo, u32 hi, u32 def,
 	return v;
 }
 
-static __always_inline bool copa_in_range(u32 v, u32 lo, u32 hi)
-{
-	return v >= lo && v <= hi;
-}
-
-/* An override is used whole or not at all. */
-static __always_inline bool copa_override_valid(const struct copa_sk_params *p)
-{
-	if (p->set & ~COPA_SET_ALL)
-		return false;
-	if ((p->set & COPA_SET_DELTA) &&
-	    !copa_in_range(p->delta, COPA_DELTA_MIN, COPA_DELTA_MAX))
-		return false;
-	if ((p->set & COPA_SET_COMPETITIVE) &&
-	    !copa_in_range(p->competitive, 0, 1))
-		return false;
-	if ((p->set & COPA_SET_LOSS_REACTION) &&
-	    !copa_in_range(p->loss_reaction, 0, COPA_LOSS_REACTION_MAX))
-		return false;
-	return true;
-}
-
 static __always_inline void copa_bpf_conf(struct sock *sk,
 					  struct copa_bpf_conf *c)
 {
@@ -149,7 +128,7 @@ static __always_inline void copa_bpf_conf(struct sock *sk,
 	p = bpf_sk_storage_get(&copa_sk_params, sk, NULL, 0);
 	if (!p || !p->set)
 		return;
-	if (!copa_override_valid(p)) {
+	if (!copa_sk_params_valid(p)) {
 		c->source = COPA_SRC_REJECTED;
 		__sync_fetch_and_add(&copa_bad_overrides, 1);
 		return;
@@ -389,13 +368,28 @@ u32 BPF_PROG(copa_ssthresh, struct sock *sk)
 	return copa_phase_ssthresh(ca, cwnd);
 }
 
+/*
+ * The reduction was spurious: restore what ssthresh kept. A window the
+ * stack would reject (tcp_snd_cwnd_set() warns unless 0 < cwnd <= S32_MAX)
+ * is counted and the current one kept instead.
+ */
+static __always_inline u32 copa_bpf_undo(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 cwnd = min(copa_undo(inet_csk_ca(sk), tp->snd_cwnd),
+		       tp->snd_cwnd_clamp);
+
+	if ((s32)cwnd <= 0) {
+		__sync_fetch_and_add(&copa_undo_bad, 1);
+		return tp->snd_cwnd;
+	}
+	return cwnd;
+}
+
 SEC("struct_ops")
 u32 BPF_PROG(copa_undo_cwnd, struct sock *sk)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	return min(copa_undo(inet_csk_ca(sk), tp->snd_cwnd),
-		   tp->snd_cwnd_clamp);
+	return copa_bpf_undo(sk);
 }
 
 SEC("struct_ops")
@@ -501,10 +495,7 @@ u32 BPF_PROG(copa_policer_ssthresh, struct sock *sk)
 SEC("struct_ops")
 u32 BPF_PROG(copa_policer_undo_cwnd, struct sock *sk)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	return min(copa_undo(inet_csk_ca(sk), tp->snd_cwnd),
-		   tp->snd_cwnd_clamp);
+	return copa_bpf_undo(sk);
 }
 
 /* A timeout restarts Copa (and drops any hold): sample afresh. */
