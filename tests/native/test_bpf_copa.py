@@ -161,7 +161,10 @@ def cgroup(registered):
 
 def test_per_prefix(pair, cgroup):
     """Two receiver prefixes with their own delta; the second prefix also
-    switches a cubic socket to bpf_copa."""
+    switches a socket on the namespace's default CC to bpf_copa. (An
+    application that sets TCP_CONGESTION itself after connecting, as
+    iperf3 -C does, overrides the policy's CC, though not its
+    parameters.)"""
     copa_bpf("prefix", "add", "198.18.0.0/24", "delta=0.1", "competitive=0")
     copa_bpf("prefix", "add", "198.18.1.0/24", "cc=bpf_copa", "delta=0.04",
              "loss_reaction=0")
@@ -170,7 +173,7 @@ def test_per_prefix(pair, cgroup):
     assert "198.18.1.0/24 cc=bpf_copa delta=0.04 loss_reaction=0" in lst
     try:
         a = pair.iperf(pair.dst(0), cc="bpf_copa", cport=41010, cgroup=cgroup)
-        b = pair.iperf(pair.dst(1), cc="cubic", cport=41011, cgroup=cgroup)
+        b = pair.iperf(pair.dst(1), cport=41011, cgroup=cgroup)
         # Outside the cgroup the policy does not apply.
         c = pair.iperf(pair.dst(1), cc="bpf_copa", cport=41012)
     finally:
@@ -214,6 +217,9 @@ path = ctypes.create_string_buffer(b"/sys/fs/bpf/copa_sk_params")
 attr = A(ctypes.addressof(path), 0, 0, 0)
 fd = libc.syscall(321, 7, ctypes.byref(attr), 32)          # BPF_OBJ_GET
 assert fd >= 0, ctypes.get_errno()
+# Into the sender's namespace only now: ip netns exec would hide bpffs.
+ns = os.open("/run/netns/" + sys.argv[5], os.O_RDONLY)
+assert libc.setns(ns, 0x40000000) == 0, ctypes.get_errno()  # CLONE_NEWNET
 s = socket.socket()
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"bpf_copa")
 s.bind(("198.18.0.1", 41030))
@@ -229,7 +235,7 @@ def test_bad_socket_override_never_reaches_algorithm(pair):
     """A socket-storage override written from user space (not through the
     validating sock_ops program) with delta 0 is ignored and counted."""
     before = stats()["copa_bad_overrides"]
-    pair.sx(sys.executable, "-c", SK_STORAGE_CLIENT, "1", "0", "0", "0")
+    run(sys.executable, "-c", SK_STORAGE_CLIENT, "1", "0", "0", "0", pair.snd)
     f = flow(41030)
     assert f["source"] == 2 and f["delta"] == 500
     assert stats()["copa_bad_overrides"] == before + 1
