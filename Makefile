@@ -12,6 +12,7 @@
 #   make bench            the fixed benchmark set (scripts/copa-eval)
 #   make lint             checkpatch --strict, sparse, W=1
 #   make matrix           build and smoke-test on every supported kernel
+#   make bpf              the BPF struct_ops build (bpf/, see Documentation/bpf.rst)
 #
 # KDIR defaults to the running kernel's build tree and falls back to the
 # headers of the kernel the VM boots (scripts/vm-kernel), so the modules
@@ -34,6 +35,7 @@ modules:
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(MAKE) -C bpf clean
 
 install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
@@ -71,5 +73,10 @@ lint:
 matrix:
 	scripts/matrix
 
-.PHONY: all modules clean install demo check bench lint matrix
+# VMLINUX_BTF=path builds against another kernel's BTF.
+bpf:
+	scripts/deps bpf
+	$(MAKE) -C bpf
+
+.PHONY: all modules clean install demo check bench lint matrix bpf
 .PHONY: uninstall deb htmldocs

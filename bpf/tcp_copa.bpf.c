@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Copa as BPF struct_ops congestion controls: bpf_copa, and bpf_copa_pol
+ * with policer detection. The algorithm is tcp_copa_algo.h, the same file
+ * tcp_copa.ko and tcp_copa_policer.ko compile; this file is only the glue
+ * that tcp_copa.c is for the modules, written against the BPF view of the
+ * socket:
+ *
+ *  - the socket and rate sample go into a struct copa_ack, the window and
+ *    pacing rate come back out of it (copa_ack_begin/copa_ack_end);
+ *  - delta, competitive and loss_reaction come from the global data
+ *    section .data.params (struct copa_bpf_defaults), unless a socket
+ *    storage override (copa_sk_params) says otherwise; values outside
+ *    the sysctls' ranges never reach the algorithm;
+ *  - there are no tracepoints and no inet_diag: copa_flows records each
+ *    flow's parameters and state once per round instead.
+ *
+ * cong_control takes (sk, ack, flag, rs) from 6.10 and (sk, rs) before;
+ * the Makefile reads which from the vmlinux.h it builds against, and
+ * likewise whether the kernel has the 7.1 cwnd_event_tx_start hook.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "copa_bpf_shim.h"
+#include "../tcp_copa_algo.h"
+#include "copa_bpf.h"
+
+char _license[] SEC("license") = "GPL";
+
+/* Kernel constants; enums a kernel's BTF need not carry. */
+#define COPA_TCP_INFINITE_SSTHRESH	0x7fffffffU
+#define COPA_TCP_CA_LOSS		4	/* TCP_CA_Loss */
+#define COPA_CA_EVENT_TX_START		0	/* CA_EVENT_TX_START */
+#define COPA_CA_ACK_ECE			4	/* CA_ACK_ECE */
+#define COPA_SK_PACING_NONE		0
+#define COPA_SK_PACING_NEEDED		1
+#define COPA_AF_INET			2
+
+/* Defaults for new connections; scripts/copa-bpf set changes them. */
+struct copa_bpf_defaults copa_defaults SEC(".data.params") = {
+	.delta		= COPA_DELTA_DEF,
+	.competitive	= COPA_COMPETITIVE_DEF,
+	.loss_reaction	= COPA_LOSS_REACTION_DEF,
+	.detect		= COPA_DETECT_DEF,
+	.loss_thresh	= COPA_LOSS_THRESH_DEF,
+	.rate_tol	= COPA_RATE_TOL_DEF,
+	.hold_rounds	= COPA_HOLD_ROUNDS_DEF,
+	.flow_stats	= 1,
+};
+
+/* Counters (global data, .bss). */
+u64 copa_bad_defaults;		/* connections that met an invalid default */
+u64 copa_bad_overrides;		/* socket overrides rejected */
+u64 copa_overrides;		/* socket overrides applied */
+u64 copa_flows_started;		/* connections initialised */
+u64 copa_undo_bad;		/* undo_cwnd results the stack would reject */
+
+extern unsigned int CONFIG_HZ __kconfig __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct copa_sk_params);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} copa_sk_params SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct copa_flow_key);
+	__type(value, struct copa_flow);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} copa_flows SEC(".maps");
+
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline void *inet_csk_ca(const struct sock *sk)
+{
+	return (void *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
+}
+
+/* ---------------------------------------------------------------------
+ * Parameters.
+ */
+
+/* The parameters one connection starts with, all within range. */
+struct copa_bpf_conf {
+	u32	delta;
+	u32	competitive;
+	u32	loss_reaction;
+	u32	source;
+};
+
+static __always_inline u32 copa_pick(u32 v, u32 lo, u32 hi, u32 def,
+				     bool *bad)
+{
+	if (v < lo || v > hi) {
+		*bad = true;
+		return def;
+	}
+	return v;
+}
+
+static __always_inline void copa_bpf_conf(struct sock *sk,
+					  struct copa_bpf_conf *c)
+{
+	struct copa_sk_params *p;
+	bool bad = false;
+
+	c->delta = copa_pick(copa_defaults.delta, COPA_DELTA_MIN,
+			     COPA_DELTA_MAX, COPA_DELTA_DEF, &bad);
+	c->competitive = copa_pick(copa_defaults.competitive, 0, 1,
+				   COPA_COMPETITIVE_DEF, &bad);
+	c->loss_reaction = copa_pick(copa_defaults.loss_reaction, 0,
+				     COPA_LOSS_REACTION_MAX,
+				     COPA_LOSS_REACTION_DEF, &bad);
+	c->source = COPA_SRC_DEFAULT;
+	if (bad)
+		__sync_fetch_and_add(&copa_bad_defaults, 1);
+
+	p = bpf_sk_storage_get(&copa_sk_params, sk, NULL, 0);
+	if (!p || !p->set)
+		return;
+	if (!copa_sk_params_valid(p)) {
+		c->source = COPA_SRC_REJECTED;
+		__sync_fetch_and_add(&copa_bad_overrides, 1);
+		return;
+	}
+	if (p->set & COPA_SET_DELTA)
+		c->delta = p->delta;
+	if (p->set & COPA_SET_COMPETITIVE)
+		c->competitive = p->competitive;
+	if (p->set & COPA_SET_LOSS_REACTION)
+		c->loss_reaction = p->loss_reaction;
+	c->source = COPA_SRC_OVERRIDE;
+	__sync_fetch_and_add(&copa_overrides, 1);
+}
+
+/* ---------------------------------------------------------------------
+ * Observation: copa_flows.
+ */
+
+static __always_inline void copa_flow_key(struct sock *sk,
+					  struct copa_flow_key *k)
+{
+	const struct sock_common *skc = &sk->__sk_common;
+
+	__builtin_memset(k, 0, sizeof(*k));
+	if (skc->skc_family == COPA_AF_INET) {
+		k->daddr[10] = 0xff;
+		k->daddr[11] = 0xff;
+		__builtin_memcpy(&k->daddr[12], &skc->skc_daddr, 4);
+	} else {
+		__builtin_memcpy(k->daddr, &skc->skc_v6_daddr, 16);
+	}
+	k->sport = skc->skc_num;
+	k->dport = __builtin_bswap16(skc->skc_dport);
+}
+
+static __noinline void copa_flow_record(struct sock *sk, const struct copa *ca,
+					const struct copa_bpf_conf *c,
+					u32 cwnd, u32 target)
+{
+	struct copa_flow_key k;
+	struct copa_flow *f, init = {};
+
+	copa_flow_key(sk, &k);
+	f = bpf_map_lookup_elem(&copa_flows, &k);
+	if (!f) {
+		if (!c)
+			return;
+		init.delta = c->delta;
+		init.competitive = c->competitive;
+		init.loss_reaction = c->loss_reaction;
+		init.source = c->source;
+		bpf_map_update_elem(&copa_flows, &k, &init, BPF_ANY);
+		f = bpf_map_lookup_elem(&copa_flows, &k);
+		if (!f)
+			return;
+	} else if (c) {
+		/* A new connection on a reused 4-tuple. */
+		f->delta = c->delta;
+		f->competitive = c->competitive;
+		f->loss_reaction = c->loss_reaction;
+		f->source = c->source;
+		f->rounds = 0;
+	} else {
+		f->rounds++;
+	}
+	f->inv_delta = ca->inv_delta;
+	f->mode = copa_mode(ca);
+	f->velocity = ca->velocity;
+	f->rtt_min_us = copa_win_min(&ca->rtt_min);
+	f->rtt_standing_us = copa_win_min(&ca->rtt_standing);
+	f->cwnd = cwnd;
+	f->target = target;
+}
+
+/* ---------------------------------------------------------------------
+ * From the stack to the algorithm and back (tcp_copa.c's glue).
+ */
+
+/* tcp_is_cwnd_limited() */
+static __always_inline bool copa_cwnd_limited(const struct tcp_sock *tp)
+{
+	if (BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited))
+		return true;
+	if (tp->snd_cwnd < tp->snd_ssthresh)
+		return tp->snd_cwnd < 2 * tp->max_packets_out;
+	return false;
+}
+
+static __always_inline bool copa_ack_begin(struct sock *sk,
+					   const struct rate_sample *rs,
+					   struct copa_ack *ack)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	const struct copa *ca = inet_csk_ca(sk);
+	long rtt_us = rs->rtt_us;
+
+	if (!ca->inv_delta)
+		return false;
+	__builtin_memset(ack, 0, sizeof(*ack));
+	ack->now_us = tp->tcp_mstamp;
+	ack->srtt_us = tp->srtt_us >> 3;
+	ack->cwnd = tp->snd_cwnd;
+	ack->cwnd_clamp = tp->snd_cwnd_clamp;
+	ack->mss = tp->mss_cache;
+	ack->delivered = tp->delivered;
+	ack->lost = tp->lost;
+	ack->prior_delivered = rs->prior_delivered;
+	ack->rs_delivered = rs->delivered;
+	ack->acked_sacked = min_t(u32, rs->acked_sacked, S32_MAX);
+	ack->losses = rs->losses;
+	ack->rtt_us = rtt_us < 0 ? -1 : (s32)min_t(long, rtt_us, S32_MAX);
+	ack->cwnd_limited = copa_cwnd_limited(tp);
+	ack->ack_delayed = rs->is_ack_delayed;
+	ack->app_limited = rs->is_app_limited;
+	return true;
+}
+
+static __always_inline void copa_set_pacing_rate(struct sock *sk, u64 rate)
+{
+	sk->sk_pacing_rate = min_t(u64, rate, sk->sk_max_pacing_rate);
+}
+
+static __always_inline u32 copa_phase_ssthresh(const struct copa *ca, u32 cwnd)
+{
+	return ca->slow_start ? COPA_TCP_INFINITE_SSTHRESH : cwnd;
+}
+
+static __always_inline void copa_ack_end(struct sock *sk,
+					 const struct copa_ack *ack)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	const struct copa *ca = inet_csk_ca(sk);
+
+	tp->snd_cwnd = ack->cwnd;
+	tp->snd_ssthresh = copa_phase_ssthresh(ca, ack->cwnd);
+	copa_set_pacing_rate(sk, ack->pacing_rate);
+	if (ca->round_start && copa_defaults.flow_stats)
+		copa_flow_record(sk, ca, NULL, ack->cwnd, ack->target);
+}
+
+/* Pace the current window as an ACK would, between ACKs. */
+static __always_inline void copa_pace_window(struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	const struct copa *ca = inet_csk_ca(sk);
+	struct copa_ack ack = {};
+
+	ack.cwnd = tp->snd_cwnd;
+	ack.mss = tp->mss_cache;
+	ack.srtt_us = tp->srtt_us >> 3;
+	if (!ca->hold_rate)
+		copa_set_pacing_rate(sk, copa_pacing_rate(ca, &ack));
+}
+
+static __always_inline void copa_bpf_init(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct copa_bpf_conf c;
+
+	copa_bpf_conf(sk, &c);
+	copa_reset(inet_csk_ca(sk), c.delta, c.competitive, c.loss_reaction,
+		   tp->snd_cwnd, tp->delivered);
+	tp->snd_ssthresh = COPA_TCP_INFINITE_SSTHRESH;
+	/* The socket is locked: no cmpxchg needed to request pacing. */
+	if (sk->sk_pacing_status == COPA_SK_PACING_NONE)
+		sk->sk_pacing_status = COPA_SK_PACING_NEEDED;
+	copa_pace_window(sk);
+	__sync_fetch_and_add(&copa_flows_started, 1);
+	if (copa_defaults.flow_stats)
+		copa_flow_record(sk, inet_csk_ca(sk), &c, tp->snd_cwnd, 0);
+}
+
+static __always_inline void copa_bpf_set_state(struct sock *sk, u8 new_state)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (new_state != COPA_TCP_CA_LOSS)
+		return;
+	copa_restart(inet_csk_ca(sk), tp->snd_cwnd, tp->delivered);
+	tp->snd_ssthresh = COPA_TCP_INFINITE_SSTHRESH;
+}
+
+static __always_inline void copa_bpf_tx_start(struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	u32 idle = (u32)bpf_jiffies64() - tp->lsndtime;
+	u32 hz = CONFIG_HZ ? CONFIG_HZ : 250;
+	u64 idle_us = (u64)idle * COPA_USEC_PER_SEC / hz;
+
+	copa_on_tx_start(inet_csk_ca(sk), idle_us, tp->srtt_us >> 3);
+	copa_pace_window(sk);
+}
+
+/* The state must fit icsk_ca_priv (13 u64 on every kernel, 6.0 to 7.2). */
+_Static_assert(sizeof(struct copa) <= 13 * sizeof(u64), "struct copa too large");
+_Static_assert(sizeof(struct copa_policer) <= 13 * sizeof(u64),
+	       "struct copa_policer too large");
+
+/* ---------------------------------------------------------------------
+ * bpf_copa
+ */
+
+#ifdef COPA_CONG_CONTROL_2ARGS
+#define COPA_CONG_CONTROL_PROG(name)					\
+	void BPF_PROG(name, struct sock *sk, const struct rate_sample *rs)
+#else
+#define COPA_CONG_CONTROL_PROG(name)					\
+	void BPF_PROG(name, struct sock *sk, u32 ack_seq, int flag,	\
+		      const struct rate_sample *rs)
+#endif
+
+SEC("struct_ops")
+void BPF_PROG(copa_init, struct sock *sk)
+{
+	copa_bpf_init(sk);
+}
+
+SEC("struct_ops")
+COPA_CONG_CONTROL_PROG(copa_cong_control)
+{
+	struct copa_ack ack;
+
+	if (!copa_ack_begin(sk, rs, &ack))
+		return;
+	copa_on_ack(inet_csk_ca(sk), &ack);
+	copa_ack_end(sk, &ack);
+}
+
+/* Entering recovery, loss or CWR: keep what an undo restores. */
+SEC("struct_ops")
+u32 BPF_PROG(copa_ssthresh, struct sock *sk)
+{
+	struct copa *ca = inet_csk_ca(sk);
+	u32 cwnd = tcp_sk(sk)->snd_cwnd;
+
+	copa_save_prior(ca, cwnd);
+	return copa_phase_ssthresh(ca, cwnd);
+}
+
+/*
+ * The reduction was spurious: restore what ssthresh kept. A window the
+ * stack would reject (tcp_snd_cwnd_set() warns unless 0 < cwnd <= S32_MAX)
+ * is counted and the current one kept instead.
+ */
+static __always_inline u32 copa_bpf_undo(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 cwnd = min(copa_undo(inet_csk_ca(sk), tp->snd_cwnd),
+		       tp->snd_cwnd_clamp);
+
+	if ((s32)cwnd <= 0) {
+		__sync_fetch_and_add(&copa_undo_bad, 1);
+		return tp->snd_cwnd;
+	}
+	return cwnd;
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(copa_undo_cwnd, struct sock *sk)
+{
+	return copa_bpf_undo(sk);
+}
+
+SEC("struct_ops")
+void BPF_PROG(copa_set_state, struct sock *sk, u8 new_state)
+{
+	copa_bpf_set_state(sk, new_state);
+}
+
+/* An ECN echo reaches in_ack_event just before cong_control. */
+SEC("struct_ops")
+void BPF_PROG(copa_in_ack_event, struct sock *sk, u32 flags)
+{
+	struct copa *ca = inet_csk_ca(sk);
+
+	if (flags & COPA_CA_ACK_ECE)
+		ca->ece = 1;
+}
+
+#ifdef COPA_TX_START_HOOK
+SEC("struct_ops")
+void BPF_PROG(copa_tx_start, struct sock *sk)
+{
+	copa_bpf_tx_start(sk);
+}
+#define COPA_TX_START_OPS(pfx)	.cwnd_event_tx_start = (void *)pfx##_tx_start
+#else
+SEC("struct_ops")
+void BPF_PROG(copa_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
+{
+	if (ev == COPA_CA_EVENT_TX_START)
+		copa_bpf_tx_start(sk);
+}
+#define COPA_TX_START_OPS(pfx)	.cwnd_event = (void *)pfx##_cwnd_event
+#endif
+
+SEC(".struct_ops")
+struct tcp_congestion_ops bpf_copa = {
+	.init		= (void *)copa_init,
+	.cong_control	= (void *)copa_cong_control,
+	.ssthresh	= (void *)copa_ssthresh,
+	.undo_cwnd	= (void *)copa_undo_cwnd,
+	.set_state	= (void *)copa_set_state,
+	.in_ack_event	= (void *)copa_in_ack_event,
+	COPA_TX_START_OPS(copa),
+	.name		= "bpf_copa",
+};
+
+/* ---------------------------------------------------------------------
+ * bpf_copa_pol: the same Copa plus policer detection (tcp_copa_policer.c).
+ * "bpf_copa_policer" would be 16 characters, one more than a congestion
+ * control name may have (TCP_CA_NAME_MAX counts the NUL).
+ * Its own programs, so that each struct_ops map has programs of its own.
+ */
+
+static __always_inline void copa_policer_bpf_init(struct sock *sk)
+{
+	bool bad = false;
+	u32 detect, loss_thresh, rate_tol, hold_rounds;
+
+	copa_bpf_init(sk);
+	detect = copa_pick(copa_defaults.detect, 0, 1, COPA_DETECT_DEF, &bad);
+	loss_thresh = copa_pick(copa_defaults.loss_thresh, 1, 100,
+				COPA_LOSS_THRESH_DEF, &bad);
+	rate_tol = copa_pick(copa_defaults.rate_tol, 1, 100,
+			     COPA_RATE_TOL_DEF, &bad);
+	hold_rounds = copa_pick(copa_defaults.hold_rounds, 1, 255,
+				COPA_HOLD_ROUNDS_DEF, &bad);
+	if (bad)
+		__sync_fetch_and_add(&copa_bad_defaults, 1);
+	policer_init(inet_csk_ca(sk), detect, loss_thresh, rate_tol,
+		     hold_rounds);
+}
+
+SEC("struct_ops")
+void BPF_PROG(copa_policer_init, struct sock *sk)
+{
+	copa_policer_bpf_init(sk);
+}
+
+SEC("struct_ops")
+COPA_CONG_CONTROL_PROG(copa_policer_cong_control)
+{
+	struct copa_policer *cp = inet_csk_ca(sk);
+	struct copa_ack ack;
+
+	if (!copa_ack_begin(sk, rs, &ack))
+		return;
+	copa_on_ack(&cp->copa, &ack);
+	policer_on_ack(cp, &ack);
+	copa_ack_end(sk, &ack);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(copa_policer_ssthresh, struct sock *sk)
+{
+	struct copa *ca = inet_csk_ca(sk);
+	u32 cwnd = tcp_sk(sk)->snd_cwnd;
+
+	copa_save_prior(ca, cwnd);
+	return copa_phase_ssthresh(ca, cwnd);
+}
+
+SEC("struct_ops")
+u32 BPF_PROG(copa_policer_undo_cwnd, struct sock *sk)
+{
+	return copa_bpf_undo(sk);
+}
+
+/* A timeout restarts Copa (and drops any hold): sample afresh. */
+SEC("struct_ops")
+void BPF_PROG(copa_policer_set_state, struct sock *sk, u8 new_state)
+{
+	copa_bpf_set_state(sk, new_state);
+	if (new_state == COPA_TCP_CA_LOSS)
+		policer_reset(inet_csk_ca(sk));
+}
+
+SEC("struct_ops")
+void BPF_PROG(copa_policer_in_ack_event, struct sock *sk, u32 flags)
+{
+	struct copa *ca = inet_csk_ca(sk);
+
+	if (flags & COPA_CA_ACK_ECE)
+		ca->ece = 1;
+}
+
+#ifdef COPA_TX_START_HOOK
+SEC("struct_ops")
+void BPF_PROG(copa_policer_tx_start, struct sock *sk)
+{
+	copa_bpf_tx_start(sk);
+}
+#else
+SEC("struct_ops")
+void BPF_PROG(copa_policer_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
+{
+	if (ev == COPA_CA_EVENT_TX_START)
+		copa_bpf_tx_start(sk);
+}
+#endif
+
+SEC(".struct_ops")
+struct tcp_congestion_ops bpf_copa_pol = {
+	.init		= (void *)copa_policer_init,
+	.cong_control	= (void *)copa_policer_cong_control,
+	.ssthresh	= (void *)copa_policer_ssthresh,
+	.undo_cwnd	= (void *)copa_policer_undo_cwnd,
+	.set_state	= (void *)copa_policer_set_state,
+	.in_ack_event	= (void *)copa_policer_in_ack_event,
+	COPA_TX_START_OPS(copa_policer),
+	.name		= "bpf_copa_pol",
+};

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Helpers for the native (host kernel) tests and scripts/bpf-bench: veth
+namespaces, iperf3, copa-bpf, dmesg. Every address used is inside the
+namespaces created here (198.18.0.0/15, the benchmarking range)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COPA_BPF = os.path.join(ROOT, "scripts", "copa-bpf")
+CGROUP2 = next((p for p in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
+                if os.path.exists(os.path.join(p, "cgroup.subtree_control"))),
+               None)
+BAD_KERNEL_LOG = re.compile(r"WARNING|BUG|Oops|refcount|general protection")
+
+
+def run(*cmd, check=True, **kw):
+    return subprocess.run([str(c) for c in cmd], check=check, text=True,
+                          capture_output=True, **kw)
+
+
+def copa_bpf(*args, check=True):
+    return run(COPA_BPF, *args, check=check)
+
+
+def struct_ops_unavailable():
+    """None if this host can run BPF struct_ops congestion controls, else
+    the reason."""
+    if os.geteuid() != 0:
+        return "needs root"
+    for tool in ("bpftool", "clang", "iperf3", "ip", "tc"):
+        if not shutil.which(tool):
+            return f"{tool} not installed (scripts/deps bpf)"
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        return "kernel has no BTF (/sys/kernel/btf/vmlinux)"
+    kallsyms = open("/proc/kallsyms").read()
+    if " bpf_tcp_ca_init" not in kallsyms and "bpf_tcp_congestion_ops" not in kallsyms:
+        return "kernel lacks BPF struct_ops tcp_congestion_ops"
+    return None
+
+
+def dmesg_lines():
+    return run("dmesg").stdout.splitlines()
+
+
+class Pair:
+    """Sender and receiver namespaces joined by veth. The receiver has
+    one address per prefix: 198.18.<i>.2, the sender 198.18.<i>.1."""
+
+    def __init__(self, tag, prefixes=1):
+        self.snd, self.rcv = f"cpb-s-{tag}", f"cpb-r-{tag}"
+        self.sdev, self.rdev = f"cpbs{tag}"[:15], f"cpbr{tag}"[:15]
+        self.prefixes = prefixes
+        self.servers = []
+
+    def __enter__(self):
+        self.close()
+        run("ip", "netns", "add", self.snd)
+        run("ip", "netns", "add", self.rcv)
+        run("ip", "link", "add", self.sdev, "netns", self.snd, "type", "veth",
+            "peer", "name", self.rdev, "netns", self.rcv)
+        for ns, dev, host in ((self.snd, self.sdev, 1), (self.rcv, self.rdev, 2)):
+            for i in range(self.prefixes):
+                run("ip", "-n", ns, "addr", "add", f"198.18.{i}.{host}/24",
+                    "dev", dev)
+            run("ip", "-n", ns, "link", "set", dev, "up")
+            run("ip", "-n", ns, "link", "set", "lo", "up")
+        return self
+
+    def dst(self, i=0):
+        return f"198.18.{i}.2"
+
+    def sx(self, *cmd, **kw):
+        return run("ip", "netns", "exec", self.snd, *cmd, **kw)
+
+    def rx(self, *cmd, **kw):
+        return run("ip", "netns", "exec", self.rcv, *cmd, **kw)
+
+    def server(self, port=5201):
+        p = subprocess.Popen(["ip", "netns", "exec", self.rcv, "iperf3", "-s",
+                              "-p", str(port)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        self.servers.append(p)
+        for _ in range(50):
+            if f":{port}" in self.rx("ss", "-ltn").stdout:
+                return p
+            time.sleep(0.1)
+        raise RuntimeError("iperf3 server did not start")
+
+    def iperf(self, dst, port=5201, secs=2, cc=None, cport=None, cgroup=None,
+              extra=()):
+        """One iperf3 flow from the sender; returns iperf3's JSON."""
+        cmd = ["ip", "netns", "exec", self.snd, "iperf3", "-c", dst, "-p",
+               str(port), "-t", str(secs), "-J"]
+        if cc:
+            cmd += ["-C", cc]
+        if cport:
+            cmd += ["--cport", str(cport)]
+        cmd += list(extra)
+        if cgroup:
+            cmd = ["sh", "-c", 'echo $$ > "$0"/cgroup.procs && exec "$@"',
+                   cgroup] + cmd
+        r = run(*cmd, check=False, timeout=secs + 30)
+        out = json.loads(r.stdout) if r.stdout.strip() else {}
+        if r.returncode or "error" in out:
+            raise RuntimeError(f"iperf3 failed: {out.get('error') or r.stderr}")
+        return out
+
+    def close(self):
+        for p in self.servers:
+            p.terminate()
+            p.wait()
+        self.servers = []
+        for ns in (self.snd, self.rcv):
+            run("ip", "netns", "del", ns, check=False)
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def sender_cc(result):
+    return result["end"].get("sender_tcp_congestion")
+
+
+def gbps(result):
+    return result["end"]["sum_sent"]["bits_per_second"] / 1e9
+
+
+def flow(sport):
+    """The copa_flows record of the flow from local port @sport."""
+    flows = json.loads(copa_bpf("flows", "--json").stdout)
+    return next((f for f in flows if f["sport"] == sport), None)

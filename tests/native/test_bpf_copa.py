@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Native tests of the BPF build (bpf_copa, bpf_copa_pol) on the host
+kernel: register, select by sysctl, setsockopt and route, flows over
+veth namespaces, parameters and their validation, per-prefix policy,
+unregister, and a clean kernel log. Run with tests/native/run; the whole
+module skips, with the reason, where BPF struct_ops congestion control
+is unavailable."""
+import errno
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netns  # noqa: E402
+from netns import Pair, copa_bpf, flow, gbps, run, sender_cc  # noqa: E402
+
+WHY = netns.struct_ops_unavailable()
+pytestmark = pytest.mark.skipif(WHY is not None, reason=f"BPF struct_ops: {WHY}")
+
+TAG = str(os.getpid() % 100000)
+
+
+@pytest.fixture(scope="module")
+def registered():
+    """Build, register both CCs for the module, and check the kernel log
+    when done."""
+    log_before = len(netns.dmesg_lines())
+    r = run("make", "-C", netns.ROOT, "bpf", check=False)
+    if r.returncode:
+        pytest.fail(f"make bpf failed:\n{r.stdout}{r.stderr}")
+    copa_bpf("unregister", check=False)
+    r = copa_bpf("register", check=False)
+    if r.returncode:
+        pytest.skip(f"BPF struct_ops: cannot register: {r.stderr.strip()}")
+    yield
+    copa_bpf("unregister", check=False)
+    new = netns.dmesg_lines()[log_before:]
+    bad = [line for line in new if netns.BAD_KERNEL_LOG.search(line)]
+    assert not bad, "kernel log:\n" + "\n".join(bad)
+
+
+@pytest.fixture(scope="module")
+def pair(registered):
+    with Pair(TAG, prefixes=2) as p:
+        p.server()
+        yield p
+
+
+def test_registered(registered):
+    avail = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read()
+    assert "bpf_copa" in avail.split()
+    assert "bpf_copa_pol" in avail.split()
+
+
+def test_setsockopt(pair):
+    res = pair.iperf(pair.dst(), cc="bpf_copa", cport=41001)
+    assert sender_cc(res) == "bpf_copa"
+    assert gbps(res) > 0.01
+    f = flow(41001)
+    assert f and f["delta"] == 500 and f["source"] == 0
+    assert f["rounds"] > 0 and f["rtt_min_us"] > 0
+
+
+def test_policer_variant(pair):
+    res = pair.iperf(pair.dst(), cc="bpf_copa_pol", cport=41002)
+    assert sender_cc(res) == "bpf_copa_pol"
+    assert gbps(res) > 0.01
+    assert flow(41002)["rounds"] > 0
+
+
+def test_sysctl_selects(pair):
+    """A namespace other than the initial one may only make an allowed
+    (non-restricted) congestion control its default, as for the module:
+    bpf_copa joins tcp_allowed_congestion_control for the test."""
+    key = "net.ipv4.tcp_congestion_control"
+    allowed_path = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+    allowed = open(allowed_path).read().strip()
+    old = pair.sx("sysctl", "-n", key).stdout.strip()
+    with open(allowed_path, "w") as f:
+        f.write(allowed + " bpf_copa")
+    try:
+        pair.sx("sysctl", "-qw", f"{key}=bpf_copa")
+        res = pair.iperf(pair.dst(), cport=41003)
+    finally:
+        pair.sx("sysctl", "-qw", f"{key}={old}", check=False)
+        with open(allowed_path, "w") as f:
+            f.write(allowed)
+    assert sender_cc(res) == "bpf_copa"
+    assert flow(41003)["rounds"] > 0
+    # The host's own default is untouched by the namespace's.
+    assert "bpf_copa" not in open(f"/proc/sys/{key.replace('.', '/')}").read()
+
+
+def test_route_congctl(pair):
+    pair.sx("ip", "route", "replace", "198.18.0.0/24", "dev", pair.sdev,
+            "congctl", "bpf_copa")
+    try:
+        res = pair.iperf(pair.dst(), cport=41004)
+    finally:
+        pair.sx("ip", "route", "replace", "198.18.0.0/24", "dev", pair.sdev)
+    assert sender_cc(res) == "bpf_copa"
+    assert flow(41004)["rounds"] > 0
+
+
+def test_set_defaults(pair):
+    for bad in ("0", "1.5", "0.0001", "-1", "x"):
+        r = copa_bpf("set", "delta", bad, check=False)
+        assert r.returncode == errno.EINVAL, bad
+    assert copa_bpf("set", "competitive", "2", check=False).returncode == errno.EINVAL
+    assert copa_bpf("set", "loss_reaction", "101", check=False).returncode == errno.EINVAL
+    copa_bpf("set", "delta", "0.1")
+    try:
+        assert "delta = 0.1" in copa_bpf("get").stdout
+        pair.iperf(pair.dst(), cc="bpf_copa", cport=41005)
+        assert flow(41005)["delta"] == 100
+    finally:
+        copa_bpf("set", "delta", "0.5")
+
+
+def stats():
+    out = {}
+    for line in copa_bpf("stats").stdout.splitlines():
+        k, _, v = line.partition(" = ")
+        out[k] = int(v)
+    return out
+
+
+def test_bad_default_never_reaches_algorithm(pair):
+    """A default written around copa-bpf (bpftool, 5000 thousandths)
+    falls back to the built-in 0.5 and is counted."""
+    mid = json.loads(run("bpftool", "-j", "map", "show").stdout)
+    mid = max(m["id"] for m in mid if m.get("name") == ".data.params")
+    before = stats()["copa_bad_defaults"]
+    run("bpftool", "map", "update", "id", mid, "key", "0", "0", "0", "0",
+        "value", "0x88", "0x13", "0", "0", "1", "0", "0", "0", "5", "0", "0",
+        "0", "1", "0", "0", "0", "20", "0", "0", "0", "12", "0", "0", "0",
+        "48", "0", "0", "0", "1", "0", "0", "0")
+    try:
+        assert "delta = 5" in copa_bpf("get").stdout
+        pair.iperf(pair.dst(), cc="bpf_copa", cport=41006, secs=1)
+    finally:
+        copa_bpf("set", "delta", "0.5")
+    assert flow(41006)["delta"] == 500
+    # The server's socket ran bpf_copa too (iperf3 -C sets both ends).
+    assert stats()["copa_bad_defaults"] >= before + 1
+
+
+@pytest.fixture(scope="module")
+def cgroup(registered):
+    if not netns.CGROUP2:
+        pytest.skip("no cgroup v2 hierarchy for the sock_ops program")
+    path = os.path.join(netns.CGROUP2, f"copa-native-{TAG}")
+    os.makedirs(path, exist_ok=True)
+    copa_bpf("sockops", "attach", path)
+    yield path
+    copa_bpf("sockops", "detach", path, check=False)
+    os.rmdir(path)
+
+
+def test_per_prefix(pair, cgroup):
+    """Two receiver prefixes with their own delta; the second prefix also
+    switches a socket on the namespace's default CC to bpf_copa. (An
+    application that sets TCP_CONGESTION itself after connecting, as
+    iperf3 -C does, overrides the policy's CC, though not its
+    parameters.)"""
+    copa_bpf("prefix", "add", "198.18.0.0/24", "delta=0.1", "competitive=0")
+    copa_bpf("prefix", "add", "198.18.1.0/24", "cc=bpf_copa", "delta=0.04",
+             "loss_reaction=0")
+    lst = copa_bpf("prefix", "list").stdout
+    assert "198.18.0.0/24 delta=0.1 competitive=0" in lst
+    assert "198.18.1.0/24 cc=bpf_copa delta=0.04 loss_reaction=0" in lst
+    try:
+        a = pair.iperf(pair.dst(0), cc="bpf_copa", cport=41010, cgroup=cgroup)
+        b = pair.iperf(pair.dst(1), cport=41011, cgroup=cgroup)
+        # Outside the cgroup the policy does not apply.
+        c = pair.iperf(pair.dst(1), cc="bpf_copa", cport=41012)
+    finally:
+        copa_bpf("prefix", "del", "198.18.0.0/24")
+        copa_bpf("prefix", "del", "198.18.1.0/24")
+    fa, fb, fc = flow(41010), flow(41011), flow(41012)
+    assert sender_cc(a) == "bpf_copa" and sender_cc(b) == "bpf_copa"
+    assert (fa["delta"], fa["competitive"], fa["loss_reaction"], fa["source"]) == (100, 0, 5, 1)
+    assert (fb["delta"], fb["competitive"], fb["loss_reaction"], fb["source"]) == (40, 1, 0, 1)
+    assert sender_cc(c) == "bpf_copa" and fc["delta"] == 500 and fc["source"] == 0
+    # 1/delta in 1/256 units: each flow ran with its own delta.
+    assert fa["inv_delta"] <= 10 * 256 and fb["inv_delta"] >= 20 * 256
+
+
+def test_bad_prefix_value_is_not_stored(pair, cgroup):
+    key = ["hex"] + [f"{b:02x}" for b in
+                     (120).to_bytes(4, "little") + bytes(10) + b"\xff\xff" +
+                     bytes([198, 18, 0, 0])]
+    value = ["hex"] + ["00"] * 16 + [f"{b:02x}" for b in
+                                     b"".join(v.to_bytes(4, "little")
+                                              for v in (1, 0, 0, 0))]
+    run("bpftool", "map", "update", "pinned", "/sys/fs/bpf/copa_prefix",
+        "key", *key, "value", *value)
+    try:
+        pair.iperf(pair.dst(0), cc="bpf_copa", cport=41020, cgroup=cgroup,
+                   secs=1)
+    finally:
+        copa_bpf("prefix", "del", "198.18.0.0/24")
+    f = flow(41020)
+    assert f["delta"] == 500 and f["source"] == 0
+    assert stats()["copa_prefix_bad"] >= 1
+
+
+SK_STORAGE_CLIENT = r"""
+import ctypes, os, socket, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class A(ctypes.Structure):
+    _fields_ = [("a", ctypes.c_uint64), ("b", ctypes.c_uint64),
+                ("c", ctypes.c_uint64), ("d", ctypes.c_uint64)]
+path = ctypes.create_string_buffer(b"/sys/fs/bpf/copa_sk_params")
+attr = A(ctypes.addressof(path), 0, 0, 0)
+fd = libc.syscall(321, 7, ctypes.byref(attr), 32)          # BPF_OBJ_GET
+assert fd >= 0, ctypes.get_errno()
+# Into the sender's namespace only now: ip netns exec would hide bpffs.
+ns = os.open("/run/netns/" + sys.argv[5], os.O_RDONLY)
+assert libc.setns(ns, 0x40000000) == 0, ctypes.get_errno()  # CLONE_NEWNET
+s = socket.socket()
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"bpf_copa")
+s.bind(("198.18.0.1", 41030))
+key = ctypes.c_int(s.fileno())
+val = ctypes.create_string_buffer(struct.pack("<4I", *map(int, sys.argv[1:5])))
+attr = A(fd, ctypes.addressof(key), ctypes.addressof(val), 0)
+assert libc.syscall(321, 2, ctypes.byref(attr), 32) == 0, ctypes.get_errno()
+s.connect(("198.18.0.2", 5201))
+"""
+
+
+def test_bad_socket_override_never_reaches_algorithm(pair):
+    """A socket-storage override written from user space (not through the
+    validating sock_ops program) with delta 0 is ignored and counted."""
+    before = stats()["copa_bad_overrides"]
+    run(sys.executable, "-c", SK_STORAGE_CLIENT, "1", "0", "0", "0", pair.snd)
+    f = flow(41030)
+    assert f["source"] == 2 and f["delta"] == 500
+    assert stats()["copa_bad_overrides"] == before + 1
+
+
+def test_no_bad_undo(registered):
+    assert stats()["copa_undo_bad"] == 0
+
+
+def test_unregister(registered, pair):
+    copa_bpf("unregister")
+    avail = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read()
+    assert "bpf_copa" not in avail.split()
+    # A flow asking for it now fails; cubic still works.
+    with pytest.raises(RuntimeError):
+        pair.iperf(pair.dst(), cc="bpf_copa", secs=1)
+    assert sender_cc(pair.iperf(pair.dst(), cc="cubic", secs=1)) == "cubic"
