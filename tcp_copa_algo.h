@@ -781,7 +781,8 @@ static inline u32 copa_undo(struct copa *ca, u32 cwnd)
 	ca->loss_second = 0;
 	ca->loss_lost = 0;
 	ca->loss_delivered = 0;
-	return max(cwnd, ca->prior_cwnd);
+	return clamp_t(u32, max(cwnd, ca->prior_cwnd), COPA_MIN_CWND,
+		       COPA_MAX_CWND);
 }
 
 /*
