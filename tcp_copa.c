@@ -233,14 +233,26 @@ void copa_in_ack_event(struct sock *sk, u32 flags)
 }
 EXPORT_SYMBOL_COPA(copa_in_ack_event);
 
-/* Sending starts with nothing in flight, after tp->lsndtime. */
+/*
+ * Sending starts with nothing in flight, after tp->lsndtime. The last
+ * rate sample (tp->rate_delivered over tp->rate_interval_us, what
+ * tcp_info reports as delivery_rate) bounds the window of the first round.
+ */
 void copa_tx_start(struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
 	u32 idle = tcp_jiffies32 - tp->lsndtime;
 	u64 idle_us = (u64)jiffies_to_msecs(idle) * USEC_PER_MSEC;
+	u32 srtt = tp->srtt_us >> 3;
+	u64 rate_cwnd = 0;
+	u32 cwnd;
 
-	copa_on_tx_start(inet_csk_ca(sk), idle_us, tp->srtt_us >> 3);
+	if (tp->rate_interval_us)
+		rate_cwnd = div_u64((u64)tp->rate_delivered * srtt,
+				    tp->rate_interval_us);
+	cwnd = copa_on_tx_start(inet_csk_ca(sk), idle_us, srtt,
+				tcp_snd_cwnd(tp), min_t(u64, rate_cwnd, U32_MAX));
+	tcp_snd_cwnd_set(tp, cwnd);
 	copa_pace_window(sk);
 }
 EXPORT_SYMBOL_COPA(copa_tx_start);

@@ -24,7 +24,8 @@
 
 #define COPA_USEC_PER_MSEC	1000U
 #define COPA_USEC_PER_SEC	1000000U
-#define COPA_RTT_MIN_WIN_US	(10 * COPA_USEC_PER_SEC) /* RTTmin window */
+#define COPA_RTT_MIN_WIN_US	(10 * COPA_USEC_PER_SEC) /* RTTmin window, */
+#define COPA_RTT_MIN_WIN_RTTS	20	/* ... or this many RTTmin if longer */
 #define COPA_EMPTY_ROUNDS	5	/* queue not empty this long: compete */
 #define COPA_EMPTY_SLACK_US	100	/* "nearly empty" floor, us */
 #define COPA_VELOCITY_ROUNDS	3	/* same-direction rounds before v grows */
@@ -102,6 +103,7 @@ struct copa {
 		empty_seen:1,		/* queue nearly empty in this round */
 		ece:1,			/* the ACK being processed echoes CE */
 		calm:1,			/* pace at 1x until the round ends */
+		round_ece:1,		/* an ECN echo counted in this round */
 		prior_slow_start:1;	/* slow start before the last reduction */
 };
 
@@ -237,6 +239,19 @@ static inline bool copa_rtt_usable(s32 rtt_us)
 	return rtt_us > 0 && rtt_us % COPA_USEC_PER_MSEC;
 }
 
+/*
+ * Half the RTTmin window: 10 s, or 20 RTTmin on paths where that is
+ * longer, as the authors' sender does. On a 1 s path a slow-start
+ * overshoot queues for longer than 10 s, and a 10 s window then took the
+ * queue for propagation delay and kept it.
+ */
+static inline u32 copa_rtt_min_half(const struct copa *ca)
+{
+	u64 win = (u64)copa_win_min(&ca->rtt_min) * COPA_RTT_MIN_WIN_RTTS;
+
+	return clamp_t(u64, win, COPA_RTT_MIN_WIN_US, U32_MAX / 2) / 2;
+}
+
 static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 {
 	u32 now = (u32)ack->now_us;
@@ -246,7 +261,7 @@ static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 	if (!copa_rtt_usable(ack->rtt_us))
 		return;
 	rtt = ack->rtt_us;
-	copa_win_min_update(&ca->rtt_min, now, COPA_RTT_MIN_WIN_US / 2, rtt);
+	copa_win_min_update(&ca->rtt_min, now, copa_rtt_min_half(ca), rtt);
 	copa_win_min_update(&ca->rtt_standing, now, srtt / 4, rtt);
 	/* Delayed ACKs inflate samples: keep them out of the spread. */
 	if (!ack->ack_delayed)
@@ -337,7 +352,13 @@ static inline void copa_update_round(struct copa *ca,
 	ca->round_start = 1;
 }
 
-/* Losses count for the loss reaction; losses and CE marks for delta. */
+/*
+ * Count losses, and ECN marks, for the loss reaction and for delta. An
+ * AQM that marks instead of dropping must get the answer a drop gets, but
+ * a receiver echoes one CE mark on every ACK until the sender's CWR, about
+ * a round of ACKs: the echoes of a round count as one lost packet, as the
+ * AQM's one drop would.
+ */
 static inline void copa_account_loss(struct copa *ca,
 				     const struct copa_ack *ack)
 {
@@ -345,8 +366,11 @@ static inline void copa_account_loss(struct copa *ca,
 		ca->round_loss = 1;
 		ca->loss_lost += ack->losses;
 	}
-	if (ca->ece)
+	if (ca->ece && !ca->round_ece) {
 		ca->round_loss = 1;
+		ca->round_ece = 1;
+		ca->loss_lost++;
+	}
 	ca->ece = 0;
 	if (ack->acked_sacked > 0)
 		ca->loss_delivered += ack->acked_sacked;
@@ -500,6 +524,7 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 		copa_cut_cwnd(ca, ack);
 	copa_update_velocity(ca, ack->cwnd);
 	ca->round_loss = 0;
+	ca->round_ece = 0;
 	ca->calm = 0;
 }
 
@@ -786,18 +811,26 @@ static inline u32 copa_undo(struct copa *ca, u32 cwnd)
 }
 
 /*
- * Sending restarts with nothing in flight after @idle_us of silence: pace
- * the first round at the rate the window last sustained, and forget RTT
- * history older than the filters' windows.
+ * Sending restarts with nothing in flight after @idle_us of silence. The
+ * first round goes out at the rate last measured: paced at 1x, with a
+ * window of at most @rate_cwnd, the packets that rate delivers in an srtt
+ * (0: no rate measured), so that a window grown past the path's rate (a
+ * slow start that ended with a queue) does not leave faster. RTT history
+ * older than the filters' windows is forgotten. Returns the window.
  */
-static inline void copa_on_tx_start(struct copa *ca, u64 idle_us, u32 srtt_us)
+static inline u32 copa_on_tx_start(struct copa *ca, u64 idle_us, u32 srtt_us,
+				   u32 cwnd, u32 rate_cwnd)
 {
 	u32 srtt = max(srtt_us, 1U);
 
 	ca->calm = 1;
-	copa_win_expire(&ca->rtt_min, idle_us, COPA_RTT_MIN_WIN_US / 2);
+	if (rate_cwnd && !ca->hold_rate)
+		cwnd = min(cwnd, max_t(u32, rate_cwnd, COPA_MIN_CWND));
+	ca->cwnd_acc = 0;
+	copa_win_expire(&ca->rtt_min, idle_us, copa_rtt_min_half(ca));
 	copa_win_expire(&ca->rtt_standing, idle_us, srtt / 4);
 	copa_win_expire(&ca->rtt_max, idle_us, 2 * srtt);
+	return cwnd;
 }
 
 /* ---------------------------------------------------------------------

@@ -313,12 +313,19 @@ static __always_inline void copa_bpf_set_state(struct sock *sk, u8 new_state)
 
 static __always_inline void copa_bpf_tx_start(struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
 	u32 idle = (u32)bpf_jiffies64() - tp->lsndtime;
 	u32 hz = CONFIG_HZ ? CONFIG_HZ : 250;
 	u64 idle_us = (u64)idle * COPA_USEC_PER_SEC / hz;
+	u32 srtt = tp->srtt_us >> 3;
+	u64 rate_cwnd = 0;
 
-	copa_on_tx_start(inet_csk_ca(sk), idle_us, tp->srtt_us >> 3);
+	/* the last rate sample, as tcp_copa.c's copa_tx_start() */
+	if (tp->rate_interval_us)
+		rate_cwnd = (u64)tp->rate_delivered * srtt / tp->rate_interval_us;
+	tp->snd_cwnd = copa_on_tx_start(inet_csk_ca(sk), idle_us, srtt,
+					tp->snd_cwnd,
+					min_t(u64, rate_cwnd, U32_MAX));
 	copa_pace_window(sk);
 }
 
