@@ -382,11 +382,11 @@ def copa_trace_records(text):
 
 
 @contextlib.contextmanager
-def copa_recorded(buffer_kb=16384, sport=None):
+def copa_recorded(buffer_kb=16384, match=None):
     """Like copa_traced(), but yields a list that holds every field of each
     event as copa_trace_records() returns it, timestamped with the mono
-    trace clock, once the block has ended. sport limits the recording to
-    the connection with that source port (an event filter)."""
+    trace clock, once the block has ended. match is an event filter that
+    limits the recording, e.g. "sport == 20001"."""
     if not os.path.isdir(COPA_EVENT):
         raise KsftSkipEx("no copa_update tracepoint")
     size_path = os.path.join(TRACING, "buffer_size_kb")
@@ -397,7 +397,7 @@ def copa_recorded(buffer_kb=16384, sport=None):
     records = []
     write_text(size_path, str(buffer_kb))
     write_text(clock_path, "mono")
-    write_text(filter_path, f"sport == {sport}" if sport else "0")
+    write_text(filter_path, match or "0")
     open(os.path.join(TRACING, "trace"), "w").close()  # O_TRUNC clears it
     write_text(os.path.join(COPA_EVENT, "enable"), "1")
     try:
