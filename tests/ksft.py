@@ -364,6 +364,53 @@ def copa_traced(buffer_kb=None):
         write_text(size_path, old_size)
 
 
+def copa_trace_records(text):
+    """copa_update events of a trace buffer as dicts of their integer
+    fields (sport, dport, cwnd, target, dq_us, rtt_min_us,
+    rtt_standing_us, delta_milli, mode, velocity) plus ``t``, the event's
+    timestamp in seconds (CLOCK_MONOTONIC under copa_recorded(), as
+    time.monotonic())."""
+    records = []
+    for line in text.splitlines():
+        head, sep, tail = line.partition(": copa_update: ")
+        if not sep:
+            continue
+        rec = {k: int(v) for k, v in (f.split("=", 1) for f in tail.split())}
+        rec["t"] = float(head.rsplit(None, 1)[-1])
+        records.append(rec)
+    return records
+
+
+@contextlib.contextmanager
+def copa_recorded(buffer_kb=16384, match=None):
+    """Like copa_traced(), but yields a list that holds every field of each
+    event as copa_trace_records() returns it, timestamped with the mono
+    trace clock, once the block has ended. match is an event filter that
+    limits the recording, e.g. "sport == 20001"."""
+    if not os.path.isdir(COPA_EVENT):
+        raise KsftSkipEx("no copa_update tracepoint")
+    size_path = os.path.join(TRACING, "buffer_size_kb")
+    clock_path = os.path.join(TRACING, "trace_clock")
+    filter_path = os.path.join(COPA_EVENT, "filter")
+    old_size = read_text(size_path).split("expanded: ")[-1].rstrip(")")
+    old_clock = read_text(clock_path).split("[")[1].split("]")[0]
+    records = []
+    write_text(size_path, str(buffer_kb))
+    write_text(clock_path, "mono")
+    write_text(filter_path, match or "0")
+    open(os.path.join(TRACING, "trace"), "w").close()  # O_TRUNC clears it
+    write_text(os.path.join(COPA_EVENT, "enable"), "1")
+    try:
+        yield records
+    finally:
+        write_text(os.path.join(COPA_EVENT, "enable"), "0")
+        records.extend(copa_trace_records(
+            read_text(os.path.join(TRACING, "trace"))))
+        write_text(filter_path, "0")
+        write_text(clock_path, old_clock)
+        write_text(size_path, old_size)
+
+
 # ---- the kernel's names (tools/testing/selftests/net/lib/py) ----------------
 # So that a test written against this file can move upstream unchanged:
 # bkg() is bg(), and defer() queues a cleanup that runs when the current

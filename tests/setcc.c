@@ -26,6 +26,17 @@
  *	open SEC seconds after its line is printed. SIGTERM or SIGINT ends
  *	the sending early (in every process); the connections open then
  *	still close cleanly and report.
+ *	--burst N sends the data in bursts of N bytes: after each burst it
+ *	waits until everything sent is acknowledged, then stays idle SEC
+ *	seconds (--idle, default 1.5) before the next. For every burst after
+ *	the first it prints, before the connection's line, one line
+ *	{"burst":I,"before":{..},"start":{..},"window_s":..,"window_bytes":..}
+ *	where "before" is tcp_info (delivery_rate, pacing_rate, cwnd, rtt_us,
+ *	bytes_sent) once the previous burst was acknowledged, "start" the same
+ *	right after the burst's first send(), and window_bytes the bytes the
+ *	socket transmitted in the window_s seconds (at least half the "before"
+ *	rtt) that followed "start": the rate at which the first round after
+ *	the idle period left.
  *
  *   setcc --sink [--cc NAME] [--bind ADDR] PORT
  *	Accept connections on PORT (default address 0.0.0.0), read and
@@ -69,6 +80,8 @@ struct opts {
 	unsigned long count;
 	unsigned long parallel;
 	double hold;
+	uint64_t burst;
+	double idle;
 };
 
 static volatile sig_atomic_t stop;
@@ -78,7 +91,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: setcc --check NAME\n"
 		"       setcc [--cc NAME] [--time SEC | --bytes N] [--rate B/s]\n"
-		"             [--count N] [--parallel P] [--hold SEC] HOST PORT\n"
+		"             [--count N] [--parallel P] [--hold SEC]\n"
+		"             [--burst N [--idle SEC]] HOST PORT\n"
 		"       setcc --sink [--cc NAME] [--bind ADDR] PORT\n");
 	exit(2);
 }
@@ -193,6 +207,102 @@ static int send_data(int fd, const struct opts *o, uint64_t *sent)
 	return 0;
 }
 
+static void get_info(int fd, struct tcp_info *ti)
+{
+	socklen_t len = sizeof(*ti);
+
+	memset(ti, 0, sizeof(*ti));
+	getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len);
+}
+
+static void print_info(const char *name, const struct tcp_info *ti)
+{
+	printf("\"%s\":{\"delivery_rate\":%llu,\"pacing_rate\":%llu,\"cwnd\":%u,"
+	       "\"rtt_us\":%u,\"bytes_sent\":%llu,\"ca_state\":%u}", name,
+	       (unsigned long long)ti->tcpi_delivery_rate,
+	       (unsigned long long)ti->tcpi_pacing_rate, ti->tcpi_snd_cwnd,
+	       ti->tcpi_rtt, (unsigned long long)ti->tcpi_bytes_sent,
+	       ti->tcpi_ca_state);
+}
+
+/* Wait until everything sent so far is acknowledged. */
+static void wait_acked(int fd)
+{
+	struct tcp_info ti;
+
+	for (;;) {
+		get_info(fd, &ti);
+		if (!ti.tcpi_unacked && !ti.tcpi_notsent_bytes)
+			return;
+		if (stop)
+			return;
+		sleep_for(0.001);
+	}
+}
+
+/* Send up to @want bytes without blocking; add what was queued to @sent. */
+static int send_some(int fd, uint64_t want, int flags, uint64_t *sent)
+{
+	static char buf[CHUNK];
+	ssize_t n = send(fd, buf, want < CHUNK ? want : CHUNK, flags);
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 0 : -1;
+	*sent += n;
+	return 0;
+}
+
+/* o->bytes in bursts of o->burst with o->idle seconds between them. */
+static int send_bursts(int fd, const struct opts *o, uint64_t *sent)
+{
+	unsigned long i;
+
+	*sent = 0;
+	for (i = 0; *sent < o->bytes && !stop; i++) {
+		uint64_t end = *sent + o->burst;
+		struct tcp_info before, start, after;
+		double t0, t1, window;
+
+		if (end > o->bytes)
+			end = o->bytes;
+		if (i) {
+			wait_acked(fd);
+			get_info(fd, &before);
+			sleep_for(o->idle);
+		}
+		if (send_some(fd, end - *sent, 0, sent) < 0)
+			return -1;
+		get_info(fd, &start);
+		t0 = now();
+		window = i ? before.tcpi_rtt / 2e6 : 0;
+		/* The first half round: keep the socket fed, do not block. */
+		while (now() - t0 < window && *sent < end && !stop) {
+			if (send_some(fd, end - *sent, MSG_DONTWAIT, sent) < 0)
+				return -1;
+			sleep_for(0.0005);
+		}
+		while (now() - t0 < window && !stop)
+			sleep_for(0.0005);
+		get_info(fd, &after);
+		t1 = now();
+		while (*sent < end && !stop) {
+			if (send_some(fd, end - *sent, 0, sent) < 0)
+				return -1;
+		}
+		if (!i)
+			continue;
+		printf("{\"burst\":%lu,", i);
+		print_info("before", &before);
+		putchar(',');
+		print_info("start", &start);
+		printf(",\"window_s\":%.6f,\"window_bytes\":%llu}\n", t1 - t0,
+		       (unsigned long long)(after.tcpi_bytes_sent -
+					    start.tcpi_bytes_sent));
+		fflush(stdout);
+	}
+	return 0;
+}
+
 /* Wait for the peer to close after it read everything we sent. */
 static int wait_peer_close(int fd)
 {
@@ -220,11 +330,12 @@ static void report_connection(int fd, uint64_t sent, double duration)
 	getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tilen);
 	printf("{\"ok\":true,\"cc\":\"%.*s\",\"bytes_sent\":%llu,\"bytes_acked\":%llu,"
 	       "\"bytes_retrans\":%llu,\"total_retrans\":%u,\"rtt_us\":%u,"
-	       "\"rttvar_us\":%u,\"cwnd\":%u,\"delivery_rate\":%llu,\"duration_s\":%.3f}\n",
+	       "\"rttvar_us\":%u,\"cwnd\":%u,\"mss\":%u,\"delivery_rate\":%llu,"
+	       "\"duration_s\":%.3f}\n",
 	       (int)strnlen(cc, sizeof(cc)), cc, (unsigned long long)sent,
 	       (unsigned long long)ti.tcpi_bytes_acked,
 	       (unsigned long long)ti.tcpi_bytes_retrans, ti.tcpi_total_retrans,
-	       ti.tcpi_rtt, ti.tcpi_rttvar, ti.tcpi_snd_cwnd,
+	       ti.tcpi_rtt, ti.tcpi_rttvar, ti.tcpi_snd_cwnd, ti.tcpi_snd_mss,
 	       (unsigned long long)ti.tcpi_delivery_rate, duration);
 	fflush(stdout);
 }
@@ -247,7 +358,7 @@ static int run_connection(const struct opts *o, const struct addrinfo *ai)
 		report_error("connect", o->cc, errno);
 		goto out;
 	}
-	if (send_data(fd, o, &sent) < 0) {
+	if ((o->burst ? send_bursts(fd, o, &sent) : send_data(fd, o, &sent)) < 0) {
 		report_error("send", o->cc, errno);
 		goto out;
 	}
@@ -445,10 +556,13 @@ int main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'n' },
 		{ "parallel", required_argument, NULL, 'P' },
 		{ "hold", required_argument, NULL, 'H' },
+		{ "burst", required_argument, NULL, 'u' },
+		{ "idle", required_argument, NULL, 'i' },
 		{}
 	};
 	struct opts o = {
 		.bytes = 1000000, .count = 1, .parallel = 1, .bind_addr = "0.0.0.0",
+		.idle = 1.5,
 	};
 	const char *check = NULL;
 	bool sink = false;
@@ -466,6 +580,8 @@ int main(int argc, char **argv)
 		case 'n': o.count = parse_number(optarg); break;
 		case 'P': o.parallel = parse_number(optarg); break;
 		case 'H': o.hold = parse_seconds(optarg); break;
+		case 'u': o.burst = parse_number(optarg); break;
+		case 'i': o.idle = parse_seconds(optarg); break;
 		default: usage();
 		}
 	}
@@ -481,7 +597,8 @@ int main(int argc, char **argv)
 		o.port = argv[optind];
 		return run_sink(&o);
 	}
-	if (optind + 2 != argc || !o.count || !o.parallel)
+	if (optind + 2 != argc || !o.count || !o.parallel ||
+	    (o.burst && o.seconds > 0))
 		usage();
 	o.host = argv[optind];
 	o.port = argv[optind + 1];
