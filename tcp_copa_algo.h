@@ -209,11 +209,14 @@ static inline u32 copa_srtt(const struct copa_ack *ack)
  * The queue is nearly empty when dq is within a tenth of the recent RTT
  * spread or within max(100 us, RTTmin / 16), which absorbs timer jitter,
  * or when it holds no more than Copa's own configured target queue,
- * 1/delta0 packets (at least one), a packet taking srtt / cwnd at the
- * bottleneck by Little's law. A lone Copa flow dips to its target every
- * cycle by construction (it decreases whenever the queue is above it),
- * even where that target is a long time (a slow link, a small delta); a
- * buffer-filler holds the queue above it.
+ * 1/delta0 packets (at least one) of srtt / cwnd each (Little's law), but
+ * at most RTTmin / 2. A lone Copa flow dips to its target every cycle by
+ * construction (it decreases whenever the queue is above it), even where
+ * that target is a long time (a slow link, a small delta). A
+ * buffer-filler holds the queue above it; as it also squeezes Copa's
+ * window, srtt / cwnd then grows far past a bottleneck packet's time,
+ * which the RTTmin / 2 bound (the queue a lone Copa never exceeds, see
+ * copa_target_inv_delta) keeps from hiding it.
  */
 static inline bool copa_queue_nearly_empty(const struct copa *ca,
 					   const struct copa_ack *ack)
@@ -224,6 +227,7 @@ static inline bool copa_queue_nearly_empty(const struct copa *ca,
 			  max(ack->cwnd, 1U) << COPA_SHIFT);
 	u32 slack = max3(spread / 10, rtt_min / 16, (u32)COPA_EMPTY_SLACK_US);
 
+	own = min_t(u64, own, rtt_min / 2);
 	return copa_dq_us(ca) <= max_t(u64, slack, own);
 }
 
