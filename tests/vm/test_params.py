@@ -9,12 +9,11 @@ Blanks around a value are accepted, and a sysctl write at a non-zero file
 position is ignored, as for the core tcp sysctls."""
 
 import os
-import time
 
 from ksft import (NetNS, bg, cmd, copa_traced, errno_name, in_netns,
-                  ksft_eq, ksft_pr, ksft_run, load_copa, read_text,
-                  sysctl_get, sysctl_path, sysctl_set, veth_pair,
-                  write_errno, write_text)
+                  ksft_eq, ksft_pr, ksft_run, ksft_true, load_copa,
+                  read_text, sysctl_get, sysctl_path, sysctl_set, veth_pair,
+                  wait_for, write_errno, write_text)
 
 # module -> parameter -> (valid writes with their read-back, invalid writes)
 # Each write gets a trailing "\n", as echo and sysctl -w send it; an empty
@@ -197,6 +196,13 @@ def copa_sysctls(ns, delta):
     sysctl_set("net.ipv4.tcp_copa.loss_reaction", 0, ns)
 
 
+def established(ns, port):
+    """Is a connection to port established in ns (ss)?"""
+    out = cmd(["ss", "-Htn", "state", "established", f"dport = :{port}"],
+              ns=ns).stdout
+    return bool(out.strip())
+
+
 def sockets_snapshot_netns_values():
     """A socket runs with its namespace's delta as it was at connect:
     port 5501 starts at 0.04 and keeps it after the sysctl changes to
@@ -212,7 +218,10 @@ def sockets_snapshot_netns_values():
             with copa_traced() as events, \
                     bg(["tests/setcc", "--cc", "copa", "--time", 3,
                         "--rate", 200000, "10.0.0.2", 5501], ns=snd) as old:
-                time.sleep(1)
+                # copa_init runs as the connection is established: wait
+                # for that event, not for a fixed time.
+                ksft_true(wait_for(lambda: established(snd, 5501), 30),
+                          "port 5501 connected before the sysctl change")
                 sysctl_set("net.ipv4.tcp_copa.delta", "0.25", snd)
                 cmd(["tests/setcc", "--cc", "copa", "--bytes", 300000,
                      "10.0.0.2", 5502], ns=snd)
