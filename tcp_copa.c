@@ -226,10 +226,8 @@ EXPORT_SYMBOL_COPA(copa_set_state);
 /* An ECN echo reaches in_ack_event just before cong_control. */
 void copa_in_ack_event(struct sock *sk, u32 flags)
 {
-	struct copa *ca = inet_csk_ca(sk);
-
 	if (flags & CA_ACK_ECE)
-		ca->ece = 1;
+		copa_on_ece(inet_csk_ca(sk));
 }
 EXPORT_SYMBOL_COPA(copa_in_ack_event);
 
@@ -243,16 +241,12 @@ void copa_tx_start(struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 idle = tcp_jiffies32 - tp->lsndtime;
 	u64 idle_us = (u64)jiffies_to_msecs(idle) * USEC_PER_MSEC;
-	u32 srtt = tp->srtt_us >> 3;
-	u64 rate_cwnd = 0;
-	u32 cwnd;
 
-	if (tp->rate_interval_us)
-		rate_cwnd = div_u64((u64)tp->rate_delivered * srtt,
-				    tp->rate_interval_us);
-	cwnd = copa_on_tx_start(inet_csk_ca(sk), idle_us, srtt,
-				tcp_snd_cwnd(tp), min_t(u64, rate_cwnd, U32_MAX));
-	tcp_snd_cwnd_set(tp, cwnd);
+	tcp_snd_cwnd_set(tp, copa_on_tx_start(inet_csk_ca(sk), idle_us,
+					      tp->srtt_us >> 3,
+					      tcp_snd_cwnd(tp),
+					      tp->rate_delivered,
+					      tp->rate_interval_us));
 	copa_pace_window(sk);
 }
 EXPORT_SYMBOL_COPA(copa_tx_start);

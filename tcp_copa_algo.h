@@ -814,22 +814,33 @@ static inline u32 copa_undo(struct copa *ca, u32 cwnd)
 		       COPA_MAX_CWND);
 }
 
+/* The stack saw an ECN echo on the ACK that cong_control gets next. */
+static inline void copa_on_ece(struct copa *ca)
+{
+	ca->ece = 1;
+}
+
 /*
  * Sending restarts with nothing in flight after @idle_us of silence. The
- * first round goes out at the rate last measured: paced at 1x, with a
- * window of at most @rate_cwnd, the packets that rate delivers in an srtt
- * (0: no rate measured), so that a window grown past the path's rate (a
- * slow start that ended with a queue) does not leave faster. RTT history
- * older than the filters' windows is forgotten. Returns the window.
+ * first round goes out at the rate last measured, @rate_delivered packets
+ * in @rate_interval_us (the stack's last rate sample; interval 0: none):
+ * paced at 1x, with a window of at most what that rate delivers in an
+ * srtt, so that a window grown past the path's rate (a slow start that
+ * ended with a queue) does not leave faster. RTT history older than the
+ * filters' windows is forgotten. Returns the window.
  */
 static inline u32 copa_on_tx_start(struct copa *ca, u64 idle_us, u32 srtt_us,
-				   u32 cwnd, u32 rate_cwnd)
+				   u32 cwnd, u32 rate_delivered,
+				   u32 rate_interval_us)
 {
 	u32 srtt = max(srtt_us, 1U);
+	u64 rate_cwnd;
 
 	ca->calm = 1;
-	if (rate_cwnd && !ca->hold_rate)
-		cwnd = min(cwnd, max_t(u32, rate_cwnd, COPA_MIN_CWND));
+	if (rate_interval_us && !ca->hold_rate) {
+		rate_cwnd = div_u64((u64)rate_delivered * srtt, rate_interval_us);
+		cwnd = min_t(u64, cwnd, max_t(u64, rate_cwnd, COPA_MIN_CWND));
+	}
 	ca->cwnd_acc = 0;
 	copa_win_expire(&ca->rtt_min, idle_us, copa_rtt_min_half(ca));
 	copa_win_expire(&ca->rtt_standing, idle_us, srtt / 4);

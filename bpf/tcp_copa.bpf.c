@@ -317,15 +317,11 @@ static __always_inline void copa_bpf_tx_start(struct sock *sk)
 	u32 idle = (u32)bpf_jiffies64() - tp->lsndtime;
 	u32 hz = CONFIG_HZ ? CONFIG_HZ : 250;
 	u64 idle_us = (u64)idle * COPA_USEC_PER_SEC / hz;
-	u32 srtt = tp->srtt_us >> 3;
-	u64 rate_cwnd = 0;
 
-	/* the last rate sample, as tcp_copa.c's copa_tx_start() */
-	if (tp->rate_interval_us)
-		rate_cwnd = (u64)tp->rate_delivered * srtt / tp->rate_interval_us;
-	tp->snd_cwnd = copa_on_tx_start(inet_csk_ca(sk), idle_us, srtt,
-					tp->snd_cwnd,
-					min_t(u64, rate_cwnd, U32_MAX));
+	tp->snd_cwnd = copa_on_tx_start(inet_csk_ca(sk), idle_us,
+					tp->srtt_us >> 3, tp->snd_cwnd,
+					tp->rate_delivered,
+					tp->rate_interval_us);
 	copa_pace_window(sk);
 }
 
@@ -412,7 +408,7 @@ void BPF_PROG(copa_in_ack_event, struct sock *sk, u32 flags)
 	struct copa *ca = inet_csk_ca(sk);
 
 	if (flags & COPA_CA_ACK_ECE)
-		ca->ece = 1;
+		copa_on_ece(ca);
 }
 
 #ifdef COPA_TX_START_HOOK
@@ -520,7 +516,7 @@ void BPF_PROG(copa_policer_in_ack_event, struct sock *sk, u32 flags)
 	struct copa *ca = inet_csk_ca(sk);
 
 	if (flags & COPA_CA_ACK_ECE)
-		ca->ece = 1;
+		copa_on_ece(ca);
 }
 
 #ifdef COPA_TX_START_HOOK
