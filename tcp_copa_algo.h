@@ -76,7 +76,7 @@ struct copa_win {
 
 /* Per-socket Copa state, in icsk_ca_priv (80 bytes). */
 struct copa {
-	struct copa_win	rtt_min;	/* min RTT over 10 s: propagation */
+	struct copa_win	rtt_min;	/* min RTT over max(10 s, 20 RTTmin) */
 	struct copa_win	rtt_standing;	/* min RTT over srtt/2 */
 	struct copa_win	rtt_max;	/* max RTT over 4 srtt */
 	u32	next_round_delivered;	/* delivered count ending this round */
