@@ -61,6 +61,19 @@ struct copa_sk_params {
 	u32	loss_reaction;
 };
 
+/*
+ * The socket storage both objects use: the sock_ops program writes it,
+ * the congestion control reads it. Each object declares it from here,
+ * and pinning by name makes the two declarations one map.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct copa_sk_params);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} copa_sk_params SEC(".maps");
+
 static inline bool copa_in_range(u32 v, u32 lo, u32 hi)
 {
 	return v >= lo && v <= hi;

@@ -42,14 +42,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } copa_prefix SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct copa_sk_params);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} copa_sk_params SEC(".maps");
-
 static __always_inline bool copa_peer_key(const struct bpf_sock_ops *skops,
 					  struct copa_prefix_key *key)
 {

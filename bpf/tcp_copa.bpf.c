@@ -61,14 +61,6 @@ u64 copa_undo_bad;		/* undo_cwnd results the stack would reject */
 extern unsigned int CONFIG_HZ __kconfig __weak;
 
 struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct copa_sk_params);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} copa_sk_params SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct copa_flow_key);
