@@ -23,15 +23,32 @@
  * grows 1/delta by one per round and halves it on a round with a loss or
  * an ECN mark, never letting delta exceed the configured value.
  *
- * The optional loss reaction ends slow start at the first loss, halving
- * cwnd, and halves 1/delta on every round that lost more than
- * loss_reaction / 4 percent, so that Copa's standing queue fits a buffer
- * shorter than 1/delta packets. 1/delta regrows by 1/32 per clean round;
- * meanwhile packets are paced at 1 * cwnd / RTTstanding and v grows only
- * towards the window in use before the loss, by at most half the distance
- * per round. When more than loss_reaction percent of a loss window (two
- * rounds, and at least 200 / loss_reaction packets so that one loss never
- * suffices) was lost, cwnd is also cut by 30%.
+ * Losses are told apart by the queue they come with. A loss with a
+ * standing queue (over twice Copa's own target and over RTTmin / 4) is a
+ * buffer overflowing: it counts for the optional loss reaction, which
+ * halves 1/delta on every round that lost more than loss_reaction / 4
+ * percent, so that Copa's standing queue fits the buffer. 1/delta regrows
+ * by 1/32 per clean round; meanwhile packets are paced at 1 * cwnd /
+ * RTTstanding and v grows only towards the window in use before the
+ * loss, by at most half the distance per round. When more than
+ * loss_reaction percent of a loss window (two rounds, and at least
+ * 200 / loss_reaction packets so that one loss never suffices) was lost,
+ * cwnd is also cut by 30%. The first loss of any kind ends slow start
+ * (halving cwnd if the loss reaction is on).
+ *
+ * A loss with the queue low is a rate limit that drops instead of
+ * queueing, or noise. Two such rounds that lose at least 1% at delivery
+ * rates within 12% of each other, while cwnd grew by more than 24% or
+ * exceeds by that much what the rate carries in RTTstanding, mean a
+ * limit: a token-bucket policer, or a buffer shorter than Copa's target
+ * queue. Copa then holds the lower rate, paced, with a window of 1.5
+ * times its BDP, for 48 rounds, twice as long (up to 255) after each
+ * probe that met the same limit, and ends a hold early if a standing
+ * queue builds. After a hold Copa probes from one BDP of the held rate as
+ * after a loss reaction. Random loss leaves the delivery rate growing
+ * with cwnd, so it is ignored, as the paper's Copa ignores all loss.
+ * tcp_copa_policer.ko is the same algorithm with the detector's
+ * parameters as sysctls.
  *
  * Around the algorithm: a timeout restarts slow start; an undo (a loss or
  * timeout found spurious) restores the window, 1/delta and the phase from
@@ -85,8 +102,8 @@ static struct copa_params copa_params = {
  * Fill @ack from the socket and the rate sample; false if the socket has
  * no Copa state yet (the SYN-ACK can reach cong_control before init, 7.x).
  */
-bool copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
-		    struct copa_ack *ack)
+static bool copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
+			   struct copa_ack *ack)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	const struct copa *ca = inet_csk_ca(sk);
@@ -113,7 +130,6 @@ bool copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
 	};
 	return true;
 }
-EXPORT_SYMBOL_COPA(copa_ack_begin);
 
 static void copa_set_pacing_rate(struct sock *sk, u64 rate)
 {
@@ -132,7 +148,7 @@ static u32 copa_phase_ssthresh(const struct copa *ca, u32 cwnd)
 }
 
 /* Apply the algorithm's result to the socket. */
-void copa_ack_end(struct sock *sk, const struct copa_ack *ack)
+static void copa_ack_end(struct sock *sk, const struct copa_ack *ack)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct copa *ca = inet_csk_ca(sk);
@@ -142,9 +158,8 @@ void copa_ack_end(struct sock *sk, const struct copa_ack *ack)
 	copa_set_pacing_rate(sk, ack->pacing_rate);
 	trace_copa_update(sk, ca, ack->target, copa_dq_us(ca), copa_mode(ca));
 }
-EXPORT_SYMBOL_COPA(copa_ack_end);
 
-static void copa_cong_control(COPA_CONG_CONTROL_ARGS)
+void copa_cong_control(COPA_CONG_CONTROL_ARGS)
 {
 	struct copa_ack sample;
 
@@ -153,6 +168,7 @@ static void copa_cong_control(COPA_CONG_CONTROL_ARGS)
 	copa_on_ack(inet_csk_ca(sk), &sample);
 	copa_ack_end(sk, &sample);
 }
+EXPORT_SYMBOL_COPA(copa_cong_control);
 
 /* ---------------------------------------------------------------------
  * Connection events.

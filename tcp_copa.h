@@ -2,9 +2,10 @@
 /*
  * Kernel glue shared by tcp_copa.ko and tcp_copa_policer.ko. The
  * algorithm itself is in tcp_copa_algo.h, which both modules compile;
- * tcp_copa.ko implements and exports what is declared here: turning a
- * rate sample into a struct copa_ack and the result back into cwnd and
- * pacing, the connection events, and the tunables machinery.
+ * tcp_copa.ko implements and exports what is declared here: the
+ * congestion-control operations (turning a rate sample into a struct
+ * copa_ack and the result back into cwnd and pacing, and the connection
+ * events) and the tunables machinery.
  */
 #ifndef _TCP_COPA_H
 #define _TCP_COPA_H
@@ -17,9 +18,7 @@
 #include "tcp_copa_compat.h"
 #include "tcp_copa_algo.h"
 
-bool copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
-		    struct copa_ack *ack);
-void copa_ack_end(struct sock *sk, const struct copa_ack *ack);
+void copa_cong_control(COPA_CONG_CONTROL_ARGS);
 void copa_init(struct sock *sk);
 u32 copa_ssthresh(struct sock *sk);
 u32 copa_undo_cwnd(struct sock *sk);

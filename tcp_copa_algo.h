@@ -46,6 +46,13 @@
 #define COPA_DRAIN_DEN		4
 #define COPA_PACE_PCT		200	/* pacing gain, percent of cwnd/RTT */
 #define COPA_PACE_CALM_PCT	100	/* ... after a loss, idle or a hold */
+#define COPA_STANDING_DIV	4	/* a queue over RTTmin / 4 is standing */
+#define COPA_LIMIT_LOSS_PCT	1	/* a limited round loses >= 1% ... */
+#define COPA_RATE_TOL_PCT	12	/* ... at a rate within 12% ... */
+#define COPA_RATE_SLACK		500	/* ... or 500 bytes/s (4 kbit/s) ... */
+#define COPA_LIMIT_MAX_AGE	16	/* ... of one <= 16 rounds before */
+#define COPA_HOLD_ROUNDS	48	/* rounds to hold a detected limit */
+#define COPA_RATE_MAX_PKTS	0x4000000U /* 2^26 a round: bytes*1e6 fit u64 */
 
 /* Operating modes, as reported by the tracepoint and inet_diag. */
 enum copa_mode {
@@ -74,12 +81,16 @@ struct copa_win {
 	u32	start;		/* low 32 bits of the clock, us */
 };
 
-/* Per-socket Copa state, in icsk_ca_priv (80 bytes). */
+/* Per-socket Copa state, in icsk_ca_priv (104 bytes: all of it). */
 struct copa {
 	struct copa_win	rtt_min;	/* min RTT over max(10 s, 20 RTTmin) */
 	struct copa_win	rtt_standing;	/* min RTT over srtt/2 */
 	struct copa_win	rtt_max;	/* max RTT over 4 srtt */
 	u32	next_round_delivered;	/* delivered count ending this round */
+	u32	round_start_us;		/* clock low bits as this round began */
+	u32	round_start_lost;	/* lost count as this round began */
+	u32	limit_rate;		/* bytes/s of the last limited round */
+	u32	limit_cwnd;		/* its cwnd, packets */
 	u32	round_cwnd;		/* cwnd (packets) at round start */
 	u32	inv_delta;		/* current 1/delta, COPA_UNIT scale */
 	u32	inv_delta0;		/* configured 1/delta, COPA_UNIT scale */
@@ -92,6 +103,13 @@ struct copa {
 	u16	velocity;		/* v, in packets */
 	u8	quiet_rounds;		/* rounds without a nearly empty queue */
 	u8	loss_thresh;		/* loss reaction threshold, percent */
+	u8	limit_rounds;		/* hold: rounds left; else limit age */
+	u8	hold_rounds;		/* rounds to hold, 1-255 ... */
+	u8	hold_shift:2,		/* ... times 2^hold_shift, at most 255 */
+		limit_held:1;		/* limit_rate is the last hold's */
+	u8	limit_loss:7,		/* percent a limited round loses, 1-100 */
+		detect:1;		/* rate-limit detection on */
+	u8	rate_tol;		/* percent two limited rounds may differ */
 	u8	slow_start:1,		/* still in slow start */
 		competitive_on:1,	/* competitive mode allowed */
 		competitive:1,		/* competing with a buffer-filler */
@@ -104,7 +122,8 @@ struct copa {
 		ece:1,			/* the ACK being processed echoes CE */
 		calm:1,			/* pace at 1x until the round ends */
 		round_ece:1,		/* an ECN echo counted in this round */
-		prior_slow_start:1;	/* slow start before the last reduction */
+		prior_slow_start:1,	/* slow start before the last reduction */
+		round_drop:1;		/* a loss with the queue low this round */
 };
 
 /*
@@ -218,17 +237,39 @@ static inline u32 copa_srtt(const struct copa_ack *ack)
  * which the RTTmin / 2 bound (the queue a lone Copa never exceeds, see
  * copa_target_inv_delta) keeps from hiding it.
  */
+static inline u32 copa_own_queue_us(const struct copa *ca,
+				    const struct copa_ack *ack)
+{
+	u64 own = div_u64((u64)copa_srtt(ack) * max(ca->inv_delta0, COPA_UNIT),
+			  max(ack->cwnd, 1U) << COPA_SHIFT);
+
+	return min_t(u64, own, copa_win_min(&ca->rtt_min) / 2);
+}
+
 static inline bool copa_queue_nearly_empty(const struct copa *ca,
 					   const struct copa_ack *ack)
 {
 	u32 rtt_min = copa_win_min(&ca->rtt_min);
 	u32 spread = copa_win_max(&ca->rtt_max) - rtt_min;
-	u64 own = div_u64((u64)copa_srtt(ack) * max(ca->inv_delta0, COPA_UNIT),
-			  max(ack->cwnd, 1U) << COPA_SHIFT);
 	u32 slack = max3(spread / 10, rtt_min / 16, (u32)COPA_EMPTY_SLACK_US);
 
-	own = min_t(u64, own, rtt_min / 2);
-	return copa_dq_us(ca) <= max_t(u64, slack, own);
+	return copa_dq_us(ca) <= max(slack, copa_own_queue_us(ca, ack));
+}
+
+/*
+ * A standing queue: more than twice Copa's own target queue (above) and
+ * more than RTTmin / 4, the most a lone Copa keeps (copa_target_inv_delta).
+ * A loss with such a queue is a buffer overflowing; a loss with less is a
+ * rate limit without a buffer (a policer, a buffer shorter than Copa's
+ * target) or noise.
+ */
+static inline bool copa_queue_standing(const struct copa *ca,
+				       const struct copa_ack *ack)
+{
+	u32 rtt_min = copa_win_min(&ca->rtt_min);
+
+	return copa_dq_us(ca) > max(2 * copa_own_queue_us(ca, ack),
+				    rtt_min / COPA_STANDING_DIV);
 }
 
 /*
@@ -348,27 +389,39 @@ static inline void copa_move_cwnd(struct copa *ca, struct copa_ack *ack,
 static inline void copa_update_round(struct copa *ca,
 				     const struct copa_ack *ack)
 {
-	ca->round_start = 0;
-	if (ack->rs_delivered < 0 ||
-	    copa_before(ack->prior_delivered, ca->next_round_delivered))
-		return;
+	ca->round_start = !(ack->rs_delivered < 0 ||
+			    copa_before(ack->prior_delivered,
+					ca->next_round_delivered));
+}
+
+/* The next round starts at this ACK. */
+static inline void copa_start_round(struct copa *ca,
+				    const struct copa_ack *ack)
+{
 	ca->next_round_delivered = ack->delivered;
-	ca->round_start = 1;
+	ca->round_start_us = (u32)ack->now_us;
+	ca->round_start_lost = ack->lost;
 }
 
 /*
- * Count losses, and ECN marks, for the loss reaction and for delta. An
- * AQM that marks instead of dropping must get the answer a drop gets, but
- * a receiver echoes one CE mark on every ACK until the sender's CWR, about
- * a round of ACKs: the echoes of a round count as one lost packet, as the
- * AQM's one drop would.
+ * Classify losses, count them and ECN marks. A loss with a standing queue
+ * is congestion: it counts for the loss reaction and for delta. A loss
+ * with the queue low only marks the round for rate-limit detection
+ * (copa_detect_limit()): answered as congestion, random loss would keep
+ * Copa far below the link, and a policer never shows the queue Copa
+ * waits for. An AQM that marks instead of dropping must get the answer
+ * a drop gets, but a receiver echoes one CE mark on every ACK until the
+ * sender's CWR, about a round of ACKs: the echoes of a round count as one
+ * lost packet, as the AQM's one drop would.
  */
 static inline void copa_account_loss(struct copa *ca,
 				     const struct copa_ack *ack)
 {
-	if (ack->losses > 0) {
+	if (ack->losses > 0 && copa_queue_standing(ca, ack)) {
 		ca->round_loss = 1;
 		ca->loss_lost += ack->losses;
+	} else if (ack->losses > 0) {
+		ca->round_drop = 1;
 	}
 	if (ca->ece && !ca->round_ece) {
 		ca->round_loss = 1;
@@ -520,6 +573,189 @@ static inline void copa_cut_cwnd(struct copa *ca, struct copa_ack *ack)
 	copa_exit_slow_start(ca);
 }
 
+/* ---------------------------------------------------------------------
+ * Rate limits: a policer, or a buffer shorter than Copa's target queue.
+ */
+
+/* Packets in @rtt_us at @rate bytes/s (at least one). */
+static inline u64 copa_rate_pkts(const struct copa_ack *ack, u32 rate,
+				 u32 rtt_us)
+{
+	u64 bytes_us = (u64)rate * rtt_us;
+
+	return max_t(u64, div64_u64(bytes_us, (u64)COPA_USEC_PER_SEC *
+					      max(ack->mss, 1U)), 1);
+}
+
+/* Packets in one RTTmin at @rate bytes/s (at least one). */
+static inline u64 copa_rate_bdp(const struct copa *ca,
+				const struct copa_ack *ack, u32 rate)
+{
+	return copa_rate_pkts(ack, rate, copa_win_min(&ca->rtt_min));
+}
+
+/* Delivery rate of the round ending now, bytes/s (saturates at u32). */
+static inline u32 copa_round_rate(const struct copa *ca,
+				  const struct copa_ack *ack)
+{
+	u32 pkts = min(ack->delivered - ca->next_round_delivered,
+		       COPA_RATE_MAX_PKTS);
+	u64 bytes = (u64)pkts * ack->mss;
+	u32 elapsed = max((u32)ack->now_us - ca->round_start_us, 1U);
+
+	return min_t(u64, div_u64(bytes * COPA_USEC_PER_SEC, elapsed), U32_MAX);
+}
+
+/* Did the round ending now lose limit_loss % of its packets, queue low? */
+static inline bool copa_round_limited(const struct copa *ca,
+				      const struct copa_ack *ack)
+{
+	u64 lost = ack->lost - ca->round_start_lost;
+	u64 delivered = ack->delivered - ca->next_round_delivered;
+
+	return ca->round_drop &&
+	       lost * 100 >= (lost + delivered) * ca->limit_loss;
+}
+
+/*
+ * Is @rate no more than rate_tol % (or COPA_RATE_SLACK) above the limited
+ * round before? A lower rate agrees too: a token bucket's burst inflates
+ * the first limited round after a pause.
+ */
+static inline bool copa_rate_flat(const struct copa *ca, u32 rate)
+{
+	u64 hi = (u64)ca->limit_rate * (100 + ca->rate_tol) / 100;
+
+	return rate <= max_t(u64, hi, (u64)ca->limit_rate + COPA_RATE_SLACK);
+}
+
+/*
+ * Does cwnd exceed, by more than twice rate_tol %, both the window of the
+ * limited round before and what @rate fills in RTTstanding? With the
+ * queue low, the delivery rate grows with cwnd (less a random loss rate)
+ * unless a limit holds it: the first shows a plateau over rounds, the
+ * second one round losing the excess (a slow start's overshoot).
+ */
+static inline bool copa_cwnd_beyond(const struct copa *ca,
+				    const struct copa_ack *ack, u32 rate)
+{
+	u64 pct = 100 + 2 * ca->rate_tol;
+	u64 carried = copa_rate_pkts(ack, rate,
+				     copa_win_min(&ca->rtt_standing));
+
+	return (u64)ack->cwnd * 100 > pct * min_t(u64, ca->limit_cwnd, carried);
+}
+
+/*
+ * Policed: pace at hold_rate with a window of 1.5 times its BDP, room
+ * enough for pacing, not cwnd, to set the rate.
+ */
+static inline u64 copa_hold_cwnd(const struct copa *ca,
+				 const struct copa_ack *ack)
+{
+	return 3 * copa_rate_bdp(ca, ack, ca->hold_rate) / 2;
+}
+
+static inline void copa_apply_hold(struct copa *ca, struct copa_ack *ack)
+{
+	copa_set_cwnd(ca, ack, copa_hold_cwnd(ca, ack));
+	ack->pacing_rate = ca->hold_rate;
+}
+
+/*
+ * Hold at @rate bytes/s from this ACK on, for hold_rounds rounds, twice
+ * as long as the previous hold (up to 8 times, 255 rounds at most) when
+ * the probe after it found the same limit: each probe costs the losses
+ * of one overshoot, so a persistent limit is probed ever less often.
+ */
+static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
+{
+	if (!ca->limit_held)
+		ca->hold_shift = 0;
+	else if (ca->hold_shift < 3)
+		ca->hold_shift++;
+	ca->hold_rate = rate;
+	ca->limit_rounds = min_t(u32, (u32)ca->hold_rounds << ca->hold_shift,
+				 255);
+	ca->slow_start = 0;
+	copa_apply_hold(ca, ack);
+}
+
+/*
+ * Leave a hold: one BDP of the held rate, in congestion avoidance, and
+ * probe above it as after a loss reaction (copa_update_velocity()): half
+ * the configured 1/delta regrowing, paced at 1x, v at 1 above this
+ * window. The held rate stays the limit last seen, so a probe that meets
+ * it again holds again at its first limited round.
+ */
+static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
+{
+	copa_set_cwnd(ca, ack, copa_rate_bdp(ca, ack, ca->hold_rate));
+	ack->pacing_rate = ca->hold_rate;
+	ca->limit_rate = ca->hold_rate;
+	ca->limit_cwnd = ack->cwnd;
+	ca->limit_rounds = 0;
+	ca->limit_held = 1;
+	ca->hold_rate = 0;
+	ca->inv_delta = max(ca->inv_delta0 / 2, COPA_INV_DELTA_MIN);
+	ca->prior_cwnd = ack->cwnd;
+	ca->round_cwnd = ack->cwnd;
+	ca->dir = COPA_FLAT;
+	copa_exit_slow_start(ca);
+}
+
+/*
+ * A limited round (losses with the queue low) whose delivery rate agrees
+ * with that of another limited round at most COPA_LIMIT_MAX_AGE rounds
+ * before: the path delivers no more, however much more is sent, and it
+ * does not queue the rest. A token-bucket policer does that, and so does
+ * a buffer too short for Copa's target queue. Copa then holds the lower
+ * of the two rates. Random loss gives limited rounds too, at rates that
+ * differ while Copa still grows; once they agree the link is full, and a
+ * hold at its rate costs nothing. Application-limited rounds measure the
+ * application, not the path: they clear the sample.
+ */
+static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack)
+{
+	u32 rate;
+
+	if (!ca->detect)
+		return;
+	if (ack->app_limited) {
+		ca->limit_rate = 0;
+		return;
+	}
+	if (ca->limit_rate && ++ca->limit_rounds > COPA_LIMIT_MAX_AGE)
+		ca->limit_rate = 0;
+	if (!copa_round_limited(ca, ack))
+		return;
+	rate = copa_round_rate(ca, ack);
+	if (ca->limit_rate && copa_rate_flat(ca, rate)) {
+		if (copa_cwnd_beyond(ca, ack, rate)) {
+			copa_hold(ca, ack, min(rate, ca->limit_rate));
+			return;
+		}
+		ca->limit_rate = min(rate, ca->limit_rate);
+		ca->limit_cwnd = min(ack->cwnd, ca->limit_cwnd);
+		ca->limit_rounds = 0;
+		return;
+	}
+	ca->limit_rate = rate;
+	ca->limit_cwnd = ack->cwnd;
+	ca->limit_rounds = 0;
+	ca->limit_held = 0;
+}
+
+/*
+ * Count down a hold. It ends early if a standing queue builds: the limit
+ * queues, so it is not a policer, or the path changed.
+ */
+static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
+{
+	if (copa_queue_standing(ca, ack) || !--ca->limit_rounds)
+		copa_end_hold(ca, ack);
+}
+
 static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 {
 	copa_update_mode(ca);
@@ -527,9 +763,15 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 	if (copa_loss_window_exceeded(ca))
 		copa_cut_cwnd(ca, ack);
 	copa_update_velocity(ca, ack->cwnd);
+	ca->calm = 0;
+	if (ca->hold_rate)
+		copa_count_hold(ca, ack);
+	else
+		copa_detect_limit(ca, ack);
 	ca->round_loss = 0;
 	ca->round_ece = 0;
-	ca->calm = 0;
+	ca->round_drop = 0;
+	copa_start_round(ca, ack);
 }
 
 /* ---------------------------------------------------------------------
@@ -573,15 +815,16 @@ static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd)
 }
 
 /*
- * Loss reaction: the first loss ends slow start at once, and halves cwnd
- * back to the previous round's window, which the path carried.
+ * The first loss ends slow start at once; the loss reaction also halves
+ * cwnd back to the previous round's window, which the path carried.
  */
 static inline void copa_end_slow_start_on_loss(struct copa *ca,
 					       struct copa_ack *ack)
 {
-	if (!ca->slow_start || ack->losses <= 0 || !ca->loss_thresh)
+	if (!ca->slow_start || ack->losses <= 0)
 		return;
-	copa_set_cwnd(ca, ack, ack->cwnd / 2);
+	if (ca->loss_thresh)
+		copa_set_cwnd(ca, ack, ack->cwnd / 2);
 	copa_exit_slow_start(ca);
 }
 
@@ -662,55 +905,6 @@ static inline u64 copa_pacing_rate(const struct copa *ca,
 	return div_u64(bytes, rtt);
 }
 
-/* Packets in one RTTmin at @rate bytes/s (at least one). */
-static inline u64 copa_rate_bdp(const struct copa *ca,
-				const struct copa_ack *ack, u32 rate)
-{
-	u64 bytes_us = (u64)rate * copa_win_min(&ca->rtt_min);
-
-	return max_t(u64, div64_u64(bytes_us, (u64)COPA_USEC_PER_SEC *
-					      max(ack->mss, 1U)), 1);
-}
-
-/*
- * Policed: pace at hold_rate with a window of 1.5 times its BDP, room
- * enough for pacing, not cwnd, to set the rate.
- */
-static inline u64 copa_hold_cwnd(const struct copa *ca,
-				 const struct copa_ack *ack)
-{
-	return 3 * copa_rate_bdp(ca, ack, ca->hold_rate) / 2;
-}
-
-static inline void copa_apply_hold(struct copa *ca, struct copa_ack *ack)
-{
-	copa_set_cwnd(ca, ack, copa_hold_cwnd(ca, ack));
-	ack->pacing_rate = ca->hold_rate;
-}
-
-/* Hold at @rate bytes/s from this ACK on. */
-static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
-{
-	ca->hold_rate = rate;
-	copa_apply_hold(ca, ack);
-}
-
-/*
- * Leave a hold at the policed rate: one BDP of it, paced at 1x for a
- * round, in congestion avoidance with the configured delta.
- */
-static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
-{
-	copa_set_cwnd(ca, ack, copa_rate_bdp(ca, ack, ca->hold_rate));
-	ack->pacing_rate = ca->hold_rate;
-	ca->hold_rate = 0;
-	ca->inv_delta = ca->inv_delta0;
-	ca->calm = 1;
-	ca->round_cwnd = ack->cwnd;
-	ca->dir = COPA_FLAT;
-	copa_exit_slow_start(ca);
-}
-
 static inline enum copa_mode copa_mode(const struct copa *ca)
 {
 	if (ca->hold_rate)
@@ -757,6 +951,10 @@ static inline void copa_restart(struct copa *ca, u32 cwnd, u32 delivered)
 	copa_reset_velocity(ca);
 	ca->cwnd_acc = 0;
 	ca->hold_rate = 0;
+	ca->limit_rounds = 0;
+	ca->limit_rate = 0;
+	ca->limit_held = 0;
+	ca->round_drop = 0;
 	ca->loss_lost = 0;
 	ca->loss_delivered = 0;
 	ca->inv_delta = ca->inv_delta0;
@@ -776,6 +974,10 @@ static inline void copa_reset(struct copa *ca, u32 delta_milli,
 	ca->inv_delta0 = (1000U << COPA_SHIFT) / clamp_t(u32, delta_milli, 1, 1000);
 	ca->competitive_on = competitive;
 	ca->loss_thresh = min(loss_thresh, 100U);
+	ca->detect = 1;
+	ca->limit_loss = COPA_LIMIT_LOSS_PCT;
+	ca->rate_tol = COPA_RATE_TOL_PCT;
+	ca->hold_rounds = COPA_HOLD_ROUNDS;
 	copa_restart(ca, cwnd, delivered);
 	ca->prior_cwnd = cwnd;
 	ca->prior_inv_delta = ca->inv_delta0 >> COPA_PRIOR_SHIFT;
@@ -848,149 +1050,20 @@ static inline u32 copa_on_tx_start(struct copa *ca, u64 idle_us, u32 srtt_us,
 	return cwnd;
 }
 
-/* ---------------------------------------------------------------------
- * Policer detection (tcp_copa_policer), after BBRv1's long-term sampling.
- */
-
-#define POLICER_MIN_ROUNDS	4	/* an interval spans 4 to 16 rounds */
-#define POLICER_MAX_ROUNDS	16
-#define POLICER_RATE_SLACK	500	/* bytes/s (4 kbit/s) always agree */
-#define POLICER_QUEUE_LOW_DIV	4	/* queue low: dq < RTTmin / 4 */
-#define POLICER_MAX_PKTS	0x4000000U /* 2^26 per interval: bytes*1e6 fit u64 */
-
-/* Copa plus the detector's state: 101 bytes, in icsk_ca_priv. */
-struct copa_policer {
-	struct copa	copa;
-	u32	start_us;		/* interval start, clock low bits */
-	u32	start_delivered;	/* delivered at interval start */
-	u32	start_lost;		/* lost at interval start */
-	u32	last_rate;		/* previous interval's rate, bytes/s */
-	u8	rounds;			/* rounds in this interval */
-	u8	hold_left;		/* rounds left at the held rate */
-	u8	hold_rounds;		/* rounds to hold, 1-255 */
-	u8	loss_thresh:7,		/* percent lost for an interval to count */
-		detect:1;		/* detection on */
-	u8	rate_tol:7,		/* percent two rates may differ */
-		sampling:1;		/* an interval is open */
-};
-
-static inline void policer_reset(struct copa_policer *cp)
-{
-	cp->sampling = 0;
-	cp->last_rate = 0;
-}
-
-static inline void policer_start_interval(struct copa_policer *cp,
-					  const struct copa_ack *ack)
-{
-	cp->start_us = (u32)ack->now_us;
-	cp->start_delivered = ack->delivered;
-	cp->start_lost = ack->lost;
-	cp->rounds = 0;
-	cp->sampling = 1;
-}
-
-static inline bool policer_interval_lossy(const struct copa_policer *cp,
-					  const struct copa_ack *ack)
-{
-	u64 delivered = ack->delivered - cp->start_delivered;
-	u64 lost = ack->lost - cp->start_lost;
-
-	return delivered && lost * 100 >= delivered * cp->loss_thresh;
-}
-
-static inline bool policer_queue_low(const struct copa *ca)
-{
-	return copa_dq_us(ca) < copa_win_min(&ca->rtt_min) / POLICER_QUEUE_LOW_DIV;
-}
-
-/* Delivery rate over the interval, bytes per second (saturates at u32). */
-static inline u32 policer_interval_rate(const struct copa_policer *cp,
-					const struct copa_ack *ack)
-{
-	u32 pkts = min(ack->delivered - cp->start_delivered, POLICER_MAX_PKTS);
-	u64 bytes = (u64)pkts * ack->mss;
-	u32 elapsed = max((u32)ack->now_us - cp->start_us, 1U);
-
-	return min_t(u64, div_u64(bytes * COPA_USEC_PER_SEC, elapsed), U32_MAX);
-}
-
-static inline bool policer_rates_agree(const struct copa_policer *cp, u32 rate)
-{
-	u32 diff = max(rate, cp->last_rate) - min(rate, cp->last_rate);
-
-	return diff <= POLICER_RATE_SLACK ||
-	       (u64)diff * 100 <= (u64)cp->last_rate * cp->rate_tol;
-}
-
-/* Close the interval at this loss: hold, or remember its rate. */
-static inline void policer_end_interval(struct copa_policer *cp,
-					struct copa_ack *ack)
-{
-	u32 rate;
-
-	if (!policer_interval_lossy(cp, ack) || !policer_queue_low(&cp->copa))
-		return;
-	rate = policer_interval_rate(cp, ack);
-	if (cp->last_rate && policer_rates_agree(cp, rate)) {
-		copa_hold(&cp->copa, ack, rate / 2 + cp->last_rate / 2);
-		cp->hold_left = cp->hold_rounds;
-		policer_reset(cp);
-		return;
-	}
-	cp->last_rate = rate;
-	policer_start_interval(cp, ack);
-}
-
 /*
- * Count down the hold. When it ends Copa probes again from one BDP of the
- * policed rate with its configured delta: the hold, not the loss
- * reaction, answered the policer's losses.
+ * Rate-limit detection's tunables (tcp_copa_policer), after copa_reset():
+ * @detect on or off, @limit_loss the percent a round must lose to count
+ * (1-100), @rate_tol the percent two rounds' rates may differ (1-100),
+ * @hold_rounds how long a hold lasts (1-255).
  */
-static inline void policer_count_hold(struct copa_policer *cp,
-				      struct copa_ack *ack)
+static inline void copa_set_detector(struct copa *ca, bool detect,
+				     u32 limit_loss, u32 rate_tol,
+				     u32 hold_rounds)
 {
-	if (cp->copa.round_start && --cp->hold_left == 0)
-		copa_end_hold(&cp->copa, ack);
-}
-
-/* After copa_on_ack(): sample, hold, or end a hold. */
-static inline void policer_on_ack(struct copa_policer *cp,
-				  struct copa_ack *ack)
-{
-	if (!cp->detect)
-		return;
-	if (cp->copa.hold_rate) {
-		policer_count_hold(cp, ack);
-		return;
-	}
-	if (ack->app_limited) {
-		policer_reset(cp);
-		return;
-	}
-	if (!cp->sampling) {
-		if (ack->losses > 0)
-			policer_start_interval(cp, ack);
-		return;
-	}
-	if (cp->copa.round_start && ++cp->rounds > POLICER_MAX_ROUNDS) {
-		policer_reset(cp);
-		return;
-	}
-	if (ack->losses > 0 && cp->rounds >= POLICER_MIN_ROUNDS)
-		policer_end_interval(cp, ack);
-}
-
-/* A new connection, after copa_reset(). */
-static inline void policer_init(struct copa_policer *cp, bool detect,
-				u32 loss_thresh, u32 rate_tol, u32 hold_rounds)
-{
-	cp->detect = detect;
-	cp->loss_thresh = clamp_t(u32, loss_thresh, 1, 100);
-	cp->rate_tol = clamp_t(u32, rate_tol, 1, 100);
-	cp->hold_rounds = clamp_t(u32, hold_rounds, 1, 255);
-	cp->hold_left = 0;
-	policer_reset(cp);
+	ca->detect = detect;
+	ca->limit_loss = clamp_t(u32, limit_loss, 1, 100);
+	ca->rate_tol = clamp_t(u32, rate_tol, 1, 100);
+	ca->hold_rounds = clamp_t(u32, hold_rounds, 1, 255);
 }
 
 #endif /* _TCP_COPA_ALGO_H */

@@ -19,9 +19,10 @@
 #define COPA_LOSS_REACTION_MAX	100
 #define COPA_LOSS_REACTION_DEF	5
 #define COPA_DETECT_DEF		1
-#define COPA_LOSS_THRESH_DEF	20	/* 1-100 */
-#define COPA_RATE_TOL_DEF	12	/* 1-100 */
-#define COPA_HOLD_ROUNDS_DEF	48	/* 1-255 */
+/* the detector's, from tcp_copa_algo.h: 1-100, 1-100, 1-255 */
+#define COPA_LOSS_THRESH_DEF	COPA_LIMIT_LOSS_PCT
+#define COPA_RATE_TOL_DEF	COPA_RATE_TOL_PCT
+#define COPA_HOLD_ROUNDS_DEF	COPA_HOLD_ROUNDS
 
 /*
  * Defaults for new connections: the global data section ".data.params"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Copa as BPF struct_ops congestion controls: bpf_copa, and bpf_copa_pol
- * with policer detection. The algorithm is tcp_copa_algo.h, the same file
+ * with tunable policer (rate-limit) detection. The algorithm is tcp_copa_algo.h, the same file
  * tcp_copa.ko and tcp_copa_policer.ko compile; this file is only the glue
  * that tcp_copa.c is for the modules, written against the BPF view of the
  * socket:
@@ -319,8 +319,6 @@ static __always_inline void copa_bpf_tx_start(struct sock *sk)
 
 /* The state must fit icsk_ca_priv (13 u64 on every kernel, 6.0 to 7.2). */
 _Static_assert(sizeof(struct copa) <= 13 * sizeof(u64), "struct copa too large");
-_Static_assert(sizeof(struct copa_policer) <= 13 * sizeof(u64),
-	       "struct copa_policer too large");
 
 /* ---------------------------------------------------------------------
  * bpf_copa
@@ -433,7 +431,8 @@ struct tcp_congestion_ops bpf_copa = {
 };
 
 /* ---------------------------------------------------------------------
- * bpf_copa_pol: the same Copa plus policer detection (tcp_copa_policer.c).
+ * bpf_copa_pol: the same Copa with the detector's tunables
+ * (tcp_copa_policer.c).
  * "bpf_copa_policer" would be 16 characters, one more than a congestion
  * control name may have (TCP_CA_NAME_MAX counts the NUL).
  * Its own programs, so that each struct_ops map has programs of its own.
@@ -454,8 +453,8 @@ static __always_inline void copa_policer_bpf_init(struct sock *sk)
 				COPA_HOLD_ROUNDS_DEF, &bad);
 	if (bad)
 		__sync_fetch_and_add(&copa_bad_defaults, 1);
-	policer_init(inet_csk_ca(sk), detect, loss_thresh, rate_tol,
-		     hold_rounds);
+	copa_set_detector(inet_csk_ca(sk), detect, loss_thresh, rate_tol,
+			  hold_rounds);
 }
 
 SEC("struct_ops")
@@ -467,13 +466,11 @@ void BPF_PROG(copa_policer_init, struct sock *sk)
 SEC("struct_ops")
 COPA_CONG_CONTROL_PROG(copa_policer_cong_control)
 {
-	struct copa_policer *cp = inet_csk_ca(sk);
 	struct copa_ack ack;
 
 	if (!copa_ack_begin(sk, rs, &ack))
 		return;
-	copa_on_ack(&cp->copa, &ack);
-	policer_on_ack(cp, &ack);
+	copa_on_ack(inet_csk_ca(sk), &ack);
 	copa_ack_end(sk, &ack);
 }
 
@@ -493,13 +490,10 @@ u32 BPF_PROG(copa_policer_undo_cwnd, struct sock *sk)
 	return copa_bpf_undo(sk);
 }
 
-/* A timeout restarts Copa (and drops any hold): sample afresh. */
 SEC("struct_ops")
 void BPF_PROG(copa_policer_set_state, struct sock *sk, u8 new_state)
 {
 	copa_bpf_set_state(sk, new_state);
-	if (new_state == COPA_TCP_CA_LOSS)
-		policer_reset(inet_csk_ca(sk));
 }
 
 SEC("struct_ops")
