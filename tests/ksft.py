@@ -326,18 +326,46 @@ TRACING = "/sys/kernel/tracing"
 COPA_EVENT = os.path.join(TRACING, "events/copa/copa_update")
 
 
+def _split_addr(text):
+    """("10.0.0.1", 20001) from "10.0.0.1:20001", ("fd00::1", 5201) from
+    "[fd00::1]:5201": how %pISpc prints a sockaddr, and ss an address."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"not ADDR:PORT: {text!r}")
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
+def copa_trace_records(text):
+    """copa_update events of a trace buffer as dicts of their fields plus
+    ``t``, the event's timestamp in seconds (CLOCK_MONOTONIC under
+    copa_recorded(), as time.monotonic()). ``src`` and ``dest`` are the
+    addresses as printed (``10.0.0.1:20001``, ``[fd00::1]:5201``, as ss
+    prints them), ``sport`` and ``dport`` their ports, ``saddr`` and
+    ``daddr`` their hosts, ``sock_cookie`` the socket cookie as an integer
+    (printed in hex, as ss -e prints sk:HEX); every other field (cwnd,
+    target, dq_us, rtt_min_us, rtt_standing_us, delta_milli, mode,
+    velocity) is an integer."""
+    records = []
+    for line in text.splitlines():
+        head, sep, tail = line.partition(": copa_update: ")
+        if not sep:
+            continue
+        rec = dict(f.split("=", 1) for f in tail.split())
+        for key in rec.keys() - {"src", "dest", "sock_cookie"}:
+            rec[key] = int(rec[key])
+        rec["sock_cookie"] = int(rec["sock_cookie"], 16)
+        rec["saddr"], rec["sport"] = _split_addr(rec["src"])
+        rec["daddr"], rec["dport"] = _split_addr(rec["dest"])
+        rec["t"] = float(head.rsplit(None, 1)[-1])
+        records.append(rec)
+    return records
+
+
 def copa_trace_events(text):
     """copa_update events of a trace buffer as (dport, delta_milli, mode)
     tuples."""
-    events = []
-    for line in text.splitlines():
-        if "copa_update:" not in line:
-            continue
-        fields = dict(f.split("=", 1)
-                      for f in line.split("copa_update:")[1].split())
-        events.append((int(fields["dport"]), int(fields["delta_milli"]),
-                       int(fields["mode"])))
-    return events
+    return [(r["dport"], r["delta_milli"], r["mode"])
+            for r in copa_trace_records(text)]
 
 
 @contextlib.contextmanager
@@ -362,23 +390,6 @@ def copa_traced(buffer_kb=None):
         events.extend(copa_trace_events(
             read_text(os.path.join(TRACING, "trace"))))
         write_text(size_path, old_size)
-
-
-def copa_trace_records(text):
-    """copa_update events of a trace buffer as dicts of their integer
-    fields (sport, dport, cwnd, target, dq_us, rtt_min_us,
-    rtt_standing_us, delta_milli, mode, velocity) plus ``t``, the event's
-    timestamp in seconds (CLOCK_MONOTONIC under copa_recorded(), as
-    time.monotonic())."""
-    records = []
-    for line in text.splitlines():
-        head, sep, tail = line.partition(": copa_update: ")
-        if not sep:
-            continue
-        rec = {k: int(v) for k, v in (f.split("=", 1) for f in tail.split())}
-        rec["t"] = float(head.rsplit(None, 1)[-1])
-        records.append(rec)
-    return records
 
 
 @contextlib.contextmanager
