@@ -369,57 +369,52 @@ def copa_trace_events(text):
 
 
 @contextlib.contextmanager
-def copa_traced(buffer_kb=None):
+def _copa_trace(parse, buffer_kb=None, match=None):
     """Record the copa_update tracepoint while the block runs (skip if the
-    module has none). Yields a list that holds the events, as
-    copa_trace_events() returns them, once the block has ended."""
-    if not os.path.isdir(COPA_EVENT):
-        raise KsftSkipEx("no copa_update tracepoint")
-    size_path = os.path.join(TRACING, "buffer_size_kb")
-    # "7 (expanded: 1408)" until the buffer is first used
-    old_size = read_text(size_path).split("expanded: ")[-1].rstrip(")")
-    events = []
-    if buffer_kb:
-        write_text(size_path, str(buffer_kb))
-    open(os.path.join(TRACING, "trace"), "w").close()  # O_TRUNC clears it
-    write_text(os.path.join(COPA_EVENT, "enable"), "1")
-    try:
-        yield events
-    finally:
-        write_text(os.path.join(COPA_EVENT, "enable"), "0")
-        events.extend(copa_trace_events(
-            read_text(os.path.join(TRACING, "trace"))))
-        write_text(size_path, old_size)
-
-
-@contextlib.contextmanager
-def copa_recorded(buffer_kb=16384, match=None):
-    """Like copa_traced(), but yields a list that holds every field of each
-    event as copa_trace_records() returns it, timestamped with the mono
-    trace clock, once the block has ended. match is an event filter that
-    limits the recording, e.g. "sport == 20001"."""
+    module has none): the trace buffer cleared and, if given, resized to
+    buffer_kb, the mono trace clock, the event filter match (e.g.
+    "sport == 20001") or none. Yields a list that receives
+    parse(trace text) once the block has ended; restores the buffer
+    size, the clock and the filter."""
     if not os.path.isdir(COPA_EVENT):
         raise KsftSkipEx("no copa_update tracepoint")
     size_path = os.path.join(TRACING, "buffer_size_kb")
     clock_path = os.path.join(TRACING, "trace_clock")
     filter_path = os.path.join(COPA_EVENT, "filter")
+    enable_path = os.path.join(COPA_EVENT, "enable")
+    # "7 (expanded: 1408)" until the buffer is first used
     old_size = read_text(size_path).split("expanded: ")[-1].rstrip(")")
     old_clock = read_text(clock_path).split("[")[1].split("]")[0]
-    records = []
-    write_text(size_path, str(buffer_kb))
+    out = []
+    if buffer_kb:
+        write_text(size_path, str(buffer_kb))
     write_text(clock_path, "mono")
     write_text(filter_path, match or "0")
     open(os.path.join(TRACING, "trace"), "w").close()  # O_TRUNC clears it
-    write_text(os.path.join(COPA_EVENT, "enable"), "1")
+    write_text(enable_path, "1")
     try:
-        yield records
+        yield out
     finally:
-        write_text(os.path.join(COPA_EVENT, "enable"), "0")
-        records.extend(copa_trace_records(
-            read_text(os.path.join(TRACING, "trace"))))
+        write_text(enable_path, "0")
+        out.extend(parse(read_text(os.path.join(TRACING, "trace"))))
         write_text(filter_path, "0")
         write_text(clock_path, old_clock)
         write_text(size_path, old_size)
+
+
+def copa_traced(buffer_kb=None):
+    """Record the copa_update tracepoint while the block runs (skip if the
+    module has none). Yields a list that holds the events, as
+    copa_trace_events() returns them, once the block has ended."""
+    return _copa_trace(copa_trace_events, buffer_kb)
+
+
+def copa_recorded(buffer_kb=16384, match=None):
+    """Like copa_traced(), but yields a list that holds every field of each
+    event as copa_trace_records() returns it, timestamped with the mono
+    trace clock, once the block has ended. match is an event filter that
+    limits the recording, e.g. "sport == 20001"."""
+    return _copa_trace(copa_trace_records, buffer_kb, match)
 
 
 # ---- the kernel's names (tools/testing/selftests/net/lib/py) ----------------
