@@ -5,20 +5,45 @@
 #if !defined(_TCP_COPA_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
 #define _TCP_COPA_TRACE_H
 
+#include <linux/ipv6.h>
+#include <linux/sock_diag.h>
 #include <linux/tracepoint.h>
 #include <net/inet_sock.h>
+#include <trace/events/net_probe_common.h>
 
 #include "tcp_copa.h"
 
-/* One event per Copa window update; cwnd and target are in packets. */
+/*
+ * One event per Copa window update; cwnd and target are in packets.
+ *
+ * The socket is identified as tcp:tcp_probe identifies it, so that events
+ * join with ss output: saddr and daddr are a sockaddr_in or sockaddr_in6
+ * with the port (TP_STORE_ADDR_PORTS, printed as ss prints them), and
+ * sock_cookie is the socket cookie that inet_diag reports (ss -e prints it
+ * as sk:HEX; tcp_probe prints the same hex).
+ *
+ * A socket has no cookie until something asks for one (inet_diag,
+ * SO_COOKIE, a BPF program); atomic64_read(&sk->sk_cookie) reads 0 until
+ * then. tcp_probe therefore generates it with sock_gen_cookie(), which
+ * modules cannot call: its __sock_gen_cookie() is not exported on any
+ * kernel from 5.10 to 7.2. sock_diag_save_cookie(), exported (GPL) on all
+ * of them, generates it the same way, so the event never reads 0 and ss
+ * later reports the very value the trace recorded: the cookie is fixed
+ * once generated. This costs one cmpxchg per socket, and only while the
+ * event is enabled; it is also why sk is not const here.
+ */
 TRACE_EVENT(copa_update,
 
-	TP_PROTO(const struct sock *sk, const struct copa *ca, u32 target,
+	TP_PROTO(struct sock *sk, const struct copa *ca, u32 target,
 		 u32 dq_us, u8 mode),
 
 	TP_ARGS(sk, ca, target, dq_us, mode),
 
 	TP_STRUCT__entry(
+		/* sockaddr_in6 is always bigger than sockaddr_in */
+		__array(__u8, saddr, sizeof(struct sockaddr_in6))
+		__array(__u8, daddr, sizeof(struct sockaddr_in6))
+		__field(__u64, sock_cookie)
 		__field(__u16, sport)
 		__field(__u16, dport)
 		__field(__u32, cwnd)
@@ -32,8 +57,17 @@ TRACE_EVENT(copa_update,
 	),
 
 	TP_fast_assign(
-		__entry->sport = ntohs(inet_sk(sk)->inet_sport);
-		__entry->dport = ntohs(inet_sk(sk)->inet_dport);
+		const struct inet_sock *inet = inet_sk(sk);
+		__u32 cookie[2];
+
+		memset(__entry->saddr, 0, sizeof(struct sockaddr_in6));
+		memset(__entry->daddr, 0, sizeof(struct sockaddr_in6));
+		TP_STORE_ADDR_PORTS(__entry, inet, sk);
+		sock_diag_save_cookie(sk, cookie);
+		__entry->sock_cookie = (__u64)cookie[1] << 32 | cookie[0];
+		/* for filters: "sport == 20001" */
+		__entry->sport = ntohs(inet->inet_sport);
+		__entry->dport = ntohs(inet->inet_dport);
 		__entry->cwnd = tcp_snd_cwnd(tcp_sk(sk));
 		__entry->target = target;
 		__entry->dq_us = dq_us;
@@ -46,8 +80,9 @@ TRACE_EVENT(copa_update,
 		__entry->velocity = ca->velocity;
 	),
 
-	TP_printk("sport=%u dport=%u cwnd=%u target=%u dq_us=%u rtt_min_us=%u rtt_standing_us=%u delta_milli=%u mode=%u velocity=%u",
-		  __entry->sport, __entry->dport, __entry->cwnd,
+	TP_printk("src=%pISpc dest=%pISpc sock_cookie=%llx cwnd=%u target=%u dq_us=%u rtt_min_us=%u rtt_standing_us=%u delta_milli=%u mode=%u velocity=%u",
+		  __entry->saddr, __entry->daddr, __entry->sock_cookie,
+		  __entry->cwnd,
 		  __entry->target, __entry->dq_us, __entry->rtt_min_us,
 		  __entry->rtt_standing_us, __entry->delta_milli,
 		  __entry->mode, __entry->velocity)

@@ -326,89 +326,95 @@ TRACING = "/sys/kernel/tracing"
 COPA_EVENT = os.path.join(TRACING, "events/copa/copa_update")
 
 
-def copa_trace_events(text):
-    """copa_update events of a trace buffer as (dport, delta_milli, mode)
-    tuples."""
-    events = []
-    for line in text.splitlines():
-        if "copa_update:" not in line:
-            continue
-        fields = dict(f.split("=", 1)
-                      for f in line.split("copa_update:")[1].split())
-        events.append((int(fields["dport"]), int(fields["delta_milli"]),
-                       int(fields["mode"])))
-    return events
-
-
-@contextlib.contextmanager
-def copa_traced(buffer_kb=None):
-    """Record the copa_update tracepoint while the block runs (skip if the
-    module has none). Yields a list that holds the events, as
-    copa_trace_events() returns them, once the block has ended."""
-    if not os.path.isdir(COPA_EVENT):
-        raise KsftSkipEx("no copa_update tracepoint")
-    size_path = os.path.join(TRACING, "buffer_size_kb")
-    # "7 (expanded: 1408)" until the buffer is first used
-    old_size = read_text(size_path).split("expanded: ")[-1].rstrip(")")
-    events = []
-    if buffer_kb:
-        write_text(size_path, str(buffer_kb))
-    open(os.path.join(TRACING, "trace"), "w").close()  # O_TRUNC clears it
-    write_text(os.path.join(COPA_EVENT, "enable"), "1")
-    try:
-        yield events
-    finally:
-        write_text(os.path.join(COPA_EVENT, "enable"), "0")
-        events.extend(copa_trace_events(
-            read_text(os.path.join(TRACING, "trace"))))
-        write_text(size_path, old_size)
+def _split_addr(text):
+    """("10.0.0.1", 20001) from "10.0.0.1:20001", ("fd00::1", 5201) from
+    "[fd00::1]:5201": how %pISpc prints a sockaddr, and ss an address."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"not ADDR:PORT: {text!r}")
+    return host.removeprefix("[").removesuffix("]"), int(port)
 
 
 def copa_trace_records(text):
-    """copa_update events of a trace buffer as dicts of their integer
-    fields (sport, dport, cwnd, target, dq_us, rtt_min_us,
-    rtt_standing_us, delta_milli, mode, velocity) plus ``t``, the event's
-    timestamp in seconds (CLOCK_MONOTONIC under copa_recorded(), as
-    time.monotonic())."""
+    """copa_update events of a trace buffer as dicts of their fields plus
+    ``t``, the event's timestamp in seconds (CLOCK_MONOTONIC under
+    copa_recorded(), as time.monotonic()). ``src`` and ``dest`` are the
+    addresses as printed (``10.0.0.1:20001``, ``[fd00::1]:5201``, as ss
+    prints them), ``sport`` and ``dport`` their ports, ``saddr`` and
+    ``daddr`` their hosts, ``sock_cookie`` the socket cookie as an integer
+    (printed in hex, as ss -e prints sk:HEX); every other field (cwnd,
+    target, dq_us, rtt_min_us, rtt_standing_us, delta_milli, mode,
+    velocity) is an integer."""
     records = []
     for line in text.splitlines():
         head, sep, tail = line.partition(": copa_update: ")
         if not sep:
             continue
-        rec = {k: int(v) for k, v in (f.split("=", 1) for f in tail.split())}
+        rec = dict(f.split("=", 1) for f in tail.split())
+        for key in rec.keys() - {"src", "dest", "sock_cookie"}:
+            rec[key] = int(rec[key])
+        rec["sock_cookie"] = int(rec["sock_cookie"], 16)
+        rec["saddr"], rec["sport"] = _split_addr(rec["src"])
+        rec["daddr"], rec["dport"] = _split_addr(rec["dest"])
         rec["t"] = float(head.rsplit(None, 1)[-1])
         records.append(rec)
     return records
 
 
+def copa_trace_events(text):
+    """copa_update events of a trace buffer as (dport, delta_milli, mode)
+    tuples."""
+    return [(r["dport"], r["delta_milli"], r["mode"])
+            for r in copa_trace_records(text)]
+
+
 @contextlib.contextmanager
-def copa_recorded(buffer_kb=16384, match=None):
-    """Like copa_traced(), but yields a list that holds every field of each
-    event as copa_trace_records() returns it, timestamped with the mono
-    trace clock, once the block has ended. match is an event filter that
-    limits the recording, e.g. "sport == 20001"."""
+def _copa_trace(parse, buffer_kb=None, match=None):
+    """Record the copa_update tracepoint while the block runs (skip if the
+    module has none): the trace buffer cleared and, if given, resized to
+    buffer_kb, the mono trace clock, the event filter match (e.g.
+    "sport == 20001") or none. Yields a list that receives
+    parse(trace text) once the block has ended; restores the buffer
+    size, the clock and the filter."""
     if not os.path.isdir(COPA_EVENT):
         raise KsftSkipEx("no copa_update tracepoint")
     size_path = os.path.join(TRACING, "buffer_size_kb")
     clock_path = os.path.join(TRACING, "trace_clock")
     filter_path = os.path.join(COPA_EVENT, "filter")
+    enable_path = os.path.join(COPA_EVENT, "enable")
+    # "7 (expanded: 1408)" until the buffer is first used
     old_size = read_text(size_path).split("expanded: ")[-1].rstrip(")")
     old_clock = read_text(clock_path).split("[")[1].split("]")[0]
-    records = []
-    write_text(size_path, str(buffer_kb))
+    out = []
+    if buffer_kb:
+        write_text(size_path, str(buffer_kb))
     write_text(clock_path, "mono")
     write_text(filter_path, match or "0")
     open(os.path.join(TRACING, "trace"), "w").close()  # O_TRUNC clears it
-    write_text(os.path.join(COPA_EVENT, "enable"), "1")
+    write_text(enable_path, "1")
     try:
-        yield records
+        yield out
     finally:
-        write_text(os.path.join(COPA_EVENT, "enable"), "0")
-        records.extend(copa_trace_records(
-            read_text(os.path.join(TRACING, "trace"))))
+        write_text(enable_path, "0")
+        out.extend(parse(read_text(os.path.join(TRACING, "trace"))))
         write_text(filter_path, "0")
         write_text(clock_path, old_clock)
         write_text(size_path, old_size)
+
+
+def copa_traced(buffer_kb=None):
+    """Record the copa_update tracepoint while the block runs (skip if the
+    module has none). Yields a list that holds the events, as
+    copa_trace_events() returns them, once the block has ended."""
+    return _copa_trace(copa_trace_events, buffer_kb)
+
+
+def copa_recorded(buffer_kb=16384, match=None):
+    """Like copa_traced(), but yields a list that holds every field of each
+    event as copa_trace_records() returns it, timestamped with the mono
+    trace clock, once the block has ended. match is an event filter that
+    limits the recording, e.g. "sport == 20001"."""
+    return _copa_trace(copa_trace_records, buffer_kb, match)
 
 
 # ---- the kernel's names (tools/testing/selftests/net/lib/py) ----------------

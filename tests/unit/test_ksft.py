@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
-"""tests/ksft.py's kernel names (bkg, defer) and the kselftest layout of
-tests/ (Makefile TEST_PROGS, config, settings)."""
+"""tests/ksft.py's kernel names (bkg, defer), its copa_update trace parser
+and the kselftest layout of tests/ (Makefile TEST_PROGS, config,
+settings)."""
 import glob
 import os
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TESTS = os.path.join(ROOT, "tests")
@@ -66,3 +69,50 @@ def test_config_fragment_and_settings():
         settings = dict(line.strip().split("=", 1) for line in f
                         if "=" in line and not line.startswith("#"))
     assert int(settings["timeout"]) >= 300
+
+
+# Two copa_update lines as the kernel prints them (%pISpc for the
+# addresses, the cookie in hex), around a line of another event.
+TRACE = """\
+# tracer: nop
+          setcc-812     [001] ..s1.   103.250117: copa_update: \
+src=10.0.0.1:20001 dest=10.0.0.2:5201 sock_cookie=1003 cwnd=46 target=86 \
+dq_us=955 rtt_min_us=40350 rtt_standing_us=41305 delta_milli=500 mode=2 \
+velocity=2
+          setcc-812     [001] ..s1.   103.250200: tcp_probe: src=10.0.0.1:1
+          <idle>-0      [000] ..s1.   103.290001: copa_update: \
+src=[fd00::1]:41234 dest=[fd00::2]:5602 sock_cookie=ffff00000000002a \
+cwnd=10 target=4294967295 dq_us=0 rtt_min_us=120 rtt_standing_us=130 \
+delta_milli=250 mode=1 velocity=1
+"""
+
+
+def _ksft():
+    sys.path.insert(0, TESTS)
+    import ksft
+    return ksft
+
+
+def test_trace_records_parse_addresses_and_cookie():
+    v4, v6 = _ksft().copa_trace_records(TRACE)
+    assert v4["src"] == "10.0.0.1:20001" and v4["dest"] == "10.0.0.2:5201"
+    assert (v4["saddr"], v4["sport"]) == ("10.0.0.1", 20001)
+    assert (v4["daddr"], v4["dport"]) == ("10.0.0.2", 5201)
+    assert v4["sock_cookie"] == 0x1003
+    assert v4["cwnd"] == 46 and v4["velocity"] == 2
+    assert v4["t"] == 103.250117
+    assert v6["src"] == "[fd00::1]:41234"
+    assert (v6["saddr"], v6["sport"]) == ("fd00::1", 41234)
+    assert (v6["daddr"], v6["dport"]) == ("fd00::2", 5602)
+    assert v6["sock_cookie"] == 0xffff00000000002a
+    assert v6["target"] == 4294967295
+
+
+def test_trace_events_are_port_delta_mode():
+    assert _ksft().copa_trace_events(TRACE) == [(5201, 500, 2), (5602, 250, 1)]
+
+
+def test_trace_address_without_port_is_an_error():
+    bad = TRACE.replace("dest=10.0.0.2:5201", "dest=10.0.0.2")
+    with pytest.raises(ValueError, match="10.0.0.2"):
+        _ksft().copa_trace_records(bad)

@@ -21,7 +21,7 @@ def test_capacity_is_the_policer_when_lower():
 
 
 def test_tbf_burst_covers_a_tick_and_two_frames(monkeypatch):
-    monkeypatch.setattr(lab, "kernel_hz", lambda: 250)
+    monkeypatch.setattr(lab.topology, "kernel_hz", lambda: 250)
     assert lab.tbf_burst(12) == 6000                 # 12 Mbit/s / 250 Hz
     assert lab.tbf_burst(1) == 2 * lab.FRAME_BYTES
 
@@ -52,7 +52,7 @@ def test_flow_errors_name_the_field(kwargs, field):
 
 
 def test_qdisc_layout(monkeypatch):
-    monkeypatch.setattr(lab, "kernel_hz", lambda: 250)
+    monkeypatch.setattr(lab.topology, "kernel_hz", lambda: 250)
     link = Link(12, 40, buffer_bdp=2, loss_pct=1, policer_mbit=4)
     topo = Topology(link, [Flow("cubic"), Flow("bbr", extra_rtt_ms=20)])
     cmds = topo._router_tc_cmds()
@@ -73,7 +73,7 @@ def test_qdisc_layout(monkeypatch):
 
 
 def test_route_selection_and_ack_rate(monkeypatch):
-    monkeypatch.setattr(lab, "kernel_hz", lambda: 250)
+    monkeypatch.setattr(lab.topology, "kernel_hz", lambda: 250)
     topo = Topology(Link(10, 20, up_rate_mbit=1),
                     [Flow("bbr", select="route")])
     batches = dict((tuple(argv), cmds) for argv, cmds in

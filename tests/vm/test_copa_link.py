@@ -3,7 +3,7 @@
 """Copa on emulated links: competitive mode against CUBIC, random loss.
 
 Runs in the project VM (tests/run-vm) with tcp_copa loaded; each flow is an
-iperf3 flow of scripts/copa_eval/lab.py sampled through sock_diag.
+iperf3 flow of scripts/copa_eval/lab sampled through sock_diag.
 
 - competitive: one copa and one cubic flow share a 12 Mbit/s, 40 ms link
   with a 2 BDP FIFO. With competitive mode on (the default) copa gets at

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Every way of selecting copa, with cubic and bbr flows on the same link.
 
-One run of the lab (scripts/copa_eval/lab.py) on a 20 Mbit/s, 40 ms link
+One run of the lab (scripts/copa_eval/lab) on a 20 Mbit/s, 40 ms link
 with a 2 BDP FIFO carries at once:
 
     flow 0  cubic  iperf3 -C cubic
