@@ -1195,6 +1195,62 @@ static void loss_matrix(const char *only)
 	}
 }
 
+/*
+ * Losses told apart (issue 10), on the links of loss_links[], 30 s, the
+ * first 5 s not measured, with the loss reaction at its default (5) and
+ * off: behind a policer Copa must hold near the policed rate with little
+ * loss; under random loss it must keep the link (the paper's Copa, which
+ * ignores loss, gets 0.99 on these links; a loss reaction that takes it
+ * for congestion got 0.28 at 5%); on a FIFO of one packet it must keep
+ * the link without overflowing it every round.
+ */
+static bool loss_case(const char *link, double min_util, double max_retrans,
+		      char *out, size_t len)
+{
+	static const u32 lrs[] = { 5, 0 };
+	bool ok = true;
+	int n = 0;
+	u32 i, j;
+
+	for (i = 0; i < sizeof(loss_links) / sizeof(loss_links[0]); i++) {
+		const struct loss_link *l = &loss_links[i];
+		double cap = l->police_mbit ? l->police_mbit : l->mbit;
+
+		if (strcmp(l->name, link))
+			continue;
+		for (j = 0; j < 2; j++) {
+			struct cfg c = loss_cfg(l, lrs[j], true);
+			struct result r;
+			double util, retrans;
+
+			run(&c, &r);
+			util = r.util * l->mbit / cap;
+			retrans = (double)r.dropped / r.sent;
+			n += snprintf(out + n, len - n,
+				      "%sloss_reaction %u: util %.3f (>= %.2f) retrans %.2f%% (<= %.1f%%) holds %u",
+				      j ? "; " : "", lrs[j], util, min_util,
+				      100 * retrans, 100 * max_retrans,
+				      r.holds);
+			ok &= util >= min_util && retrans <= max_retrans;
+		}
+		return ok;
+	}
+	fail("no link %s", link);
+	return false;
+}
+
+#define LOSS_CASE(fname, link, min_util, max_retrans)			\
+static bool fname(char *out, size_t len)				\
+{									\
+	return loss_case(link, min_util, max_retrans, out, len);	\
+}
+
+LOSS_CASE(policer_4_on_20_mbit, "police 4 on 20/40", 0.95, 0.03)
+LOSS_CASE(policer_100_on_1000_mbit, "police 100 on 1000/40", 0.95, 0.03)
+LOSS_CASE(random_loss_5pct, "loss 5% 12/50", 0.95, 0.06)
+LOSS_CASE(random_loss_1pct_1000_mbit, "loss 1% 1000/40", 0.95, 0.015)
+LOSS_CASE(fifo_1_pkt, "fifo 1 pkt 12/40", 0.95, 0.015)
+
 /* ---------------------------------------------------------------------
  * The table for Documentation/copa.rst, "Choosing delta".
  */
@@ -1266,6 +1322,11 @@ static const struct tcase cases[] = {
 	CASE(recovery_after_cut_10k_pkts),
 	CASE(policer_hold_mss_8948),
 	CASE(policer_hold_mss_65483),
+	CASE(policer_4_on_20_mbit),
+	CASE(policer_100_on_1000_mbit),
+	CASE(random_loss_5pct),
+	CASE(random_loss_1pct_1000_mbit),
+	CASE(fifo_1_pkt),
 };
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
 
