@@ -617,33 +617,32 @@ static inline bool copa_round_limited(const struct copa *ca,
 	       lost * 100 >= (lost + delivered) * ca->limit_loss;
 }
 
-/*
- * Is @rate no more than rate_tol % (or COPA_RATE_SLACK) above the limited
- * round before? A lower rate agrees too: a token bucket's burst inflates
- * the first limited round after a pause.
- */
-static inline bool copa_rate_flat(const struct copa *ca, u32 rate)
+/* Does @rate agree with the limited round before, within rate_tol %? */
+static inline bool copa_rates_agree(const struct copa *ca, u32 rate)
 {
-	u64 hi = (u64)ca->limit_rate * (100 + ca->rate_tol) / 100;
+	u32 diff = max(rate, ca->limit_rate) - min(rate, ca->limit_rate);
 
-	return rate <= max_t(u64, hi, (u64)ca->limit_rate + COPA_RATE_SLACK);
+	return diff <= COPA_RATE_SLACK ||
+	       (u64)diff * 100 <= (u64)ca->limit_rate * ca->rate_tol;
 }
 
 /*
- * Does cwnd exceed, by more than twice rate_tol %, both the window of the
- * limited round before and what @rate fills in RTTstanding? With the
- * queue low, the delivery rate grows with cwnd (less a random loss rate)
- * unless a limit holds it: the first shows a plateau over rounds, the
+ * Did the window that sent the round ending now, @cwnd (the window at its
+ * start), exceed by more than twice rate_tol % either the window of the
+ * limited round before or what @rate fills in RTTstanding? With the
+ * queue low, the delivery rate grows with the window (less a random loss
+ * rate) unless a limit holds it: the first is a plateau over rounds, the
  * second one round losing the excess (a slow start's overshoot).
  */
 static inline bool copa_cwnd_beyond(const struct copa *ca,
-				    const struct copa_ack *ack, u32 rate)
+				    const struct copa_ack *ack, u32 cwnd,
+				    u32 rate)
 {
 	u64 pct = 100 + 2 * ca->rate_tol;
 	u64 carried = copa_rate_pkts(ack, rate,
 				     copa_win_min(&ca->rtt_standing));
 
-	return (u64)ack->cwnd * 100 > pct * min_t(u64, ca->limit_cwnd, carried);
+	return (u64)cwnd * 100 > pct * min_t(u64, ca->limit_cwnd, carried);
 }
 
 /*
@@ -715,7 +714,8 @@ static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
  * hold at its rate costs nothing. Application-limited rounds measure the
  * application, not the path: they clear the sample.
  */
-static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack)
+static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
+				     u32 cwnd)
 {
 	u32 rate;
 
@@ -730,18 +730,16 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack)
 	if (!copa_round_limited(ca, ack))
 		return;
 	rate = copa_round_rate(ca, ack);
-	if (ca->limit_rate && copa_rate_flat(ca, rate)) {
-		if (copa_cwnd_beyond(ca, ack, rate)) {
+	if (ca->limit_rate && copa_rates_agree(ca, rate)) {
+		if (copa_cwnd_beyond(ca, ack, cwnd, rate))
 			copa_hold(ca, ack, min(rate, ca->limit_rate));
-			return;
-		}
-		ca->limit_rate = min(rate, ca->limit_rate);
-		ca->limit_cwnd = min(ack->cwnd, ca->limit_cwnd);
-		ca->limit_rounds = 0;
 		return;
 	}
+	/* A probe past a hold first drains the bucket the hold refilled. */
+	if (ca->limit_rate && ca->limit_held && rate > ca->limit_rate)
+		return;
 	ca->limit_rate = rate;
-	ca->limit_cwnd = ack->cwnd;
+	ca->limit_cwnd = cwnd;
 	ca->limit_rounds = 0;
 	ca->limit_held = 0;
 }
@@ -758,6 +756,8 @@ static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 
 static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 {
+	u32 round_cwnd = ca->round_cwnd;
+
 	copa_update_mode(ca);
 	ca->inv_delta = copa_next_inv_delta(ca);
 	if (copa_loss_window_exceeded(ca))
@@ -767,7 +767,7 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 	if (ca->hold_rate)
 		copa_count_hold(ca, ack);
 	else
-		copa_detect_limit(ca, ack);
+		copa_detect_limit(ca, ack, round_cwnd);
 	ca->round_loss = 0;
 	ca->round_ece = 0;
 	ca->round_drop = 0;

@@ -618,7 +618,14 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 		.ack_delayed	= ar->delayed,
 		.app_limited	= 0,
 	};
+	{
+		u32 lr = ca->limit_rate, lc = ca->limit_cwnd, held = ca->limit_held;
+		u32 rr = copa_round_rate(ca, &a);
+		u32 st = copa_win_min(&ca->rtt_standing);
 	copa_on_ack(ca, &a);
+	if (getenv("MODEL_DBG") && ca->hold_rate && !was_held)
+		fprintf(stderr, "HOLD t %.3f cwnd_in %u limit_rate %u limit_cwnd %u held %u round_rate %u standing %u hold %u carried %llu\n", s->t/1e12, cwnd_before, lr, lc, held, rr, st, ca->hold_rate, (unsigned long long)copa_rate_pkts(&a, rr, st));
+	}
 	check_ack(s, &a, cwnd_before, was_held);
 	if (getenv("MODEL_TRACE") && s->ca.round_start)
 		fprintf(stderr, "t %.3f cwnd %u target %u dq %u standing %u min %u srtt %u v %u inv %u mode %d acked %u lost %u\n", s->t/1e12, a.cwnd, a.target, copa_dq_us(ca), copa_win_min(&ca->rtt_standing), copa_win_min(&ca->rtt_min), a.srtt_us, ca->velocity, ca->inv_delta, copa_mode(ca), acked, s->lost);
@@ -1161,6 +1168,8 @@ static struct cfg loss_cfg(const struct loss_link *l, u32 loss_reaction,
 	c.fifo = l->fifo ? l->fifo : (u32)bdp_pkts(&c, c.rate_bps);
 	c.loss_reaction = loss_reaction;
 	c.no_detect = !detect;
+	if (getenv("MODEL_ACK2"))
+		c.ack_every = 2, c.jitter_us = 500;
 	c.duration_us = 30000000;
 	c.measure_from_us = 5000000;
 	return c;
