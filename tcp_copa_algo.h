@@ -632,13 +632,15 @@ static inline bool copa_rates_agree(const struct copa *ca, u32 rate)
  * limited round before or what @rate fills in RTTstanding? With the
  * queue low, the delivery rate grows with the window (less a random loss
  * rate) unless a limit holds it: the first is a plateau over rounds, the
- * second one round losing the excess (a slow start's overshoot).
+ * second one round losing the excess (a slow start's overshoot). Against
+ * the rate of the last hold, which a limit already confirmed, rate_tol %
+ * suffices.
  */
 static inline bool copa_cwnd_beyond(const struct copa *ca,
 				    const struct copa_ack *ack, u32 cwnd,
 				    u32 rate)
 {
-	u64 pct = 100 + 2 * ca->rate_tol;
+	u64 pct = 100 + (ca->limit_held ? 1 : 2) * ca->rate_tol;
 	u64 carried = copa_rate_pkts(ack, rate,
 				     copa_win_min(&ca->rtt_standing));
 
@@ -733,6 +735,8 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 	if (ca->limit_rate && copa_rates_agree(ca, rate)) {
 		if (copa_cwnd_beyond(ca, ack, cwnd, rate))
 			copa_hold(ca, ack, min(rate, ca->limit_rate));
+		else
+			ca->limit_rounds = 0;
 		return;
 	}
 	/* A probe past a hold first drains the bucket the hold refilled. */
