@@ -10,8 +10,11 @@ iperf3 flow of scripts/copa_eval/lab sampled through sock_diag.
   least 25% of the link, and at least 1.2 times (and 1 Mbit/s more than)
   what it gets with net.ipv4.tcp_copa.competitive=0.
 - random_loss: 1% random loss on a 20 Mbit/s, 40 ms link. Copa alone moves
-  at least twice CUBIC's throughput alone (loss_reaction's 5% threshold is
-  far above 1%; CUBIC halves on every loss).
+  at least twice CUBIC's throughput alone (losses with the queue low are
+  not congestion to Copa; CUBIC halves on every loss).
+- random_loss_vs_bbr: 2% random loss on a 12 Mbit/s, 50 ms link with a
+  1 BDP FIFO. Copa moves at least what bbr moves, with at most bbr's p95
+  queueing delay.
 - light_loss_keeps_delta: 0.5% random loss on a 10 Mbit/s, 100 ms link
   (86-packet BDP, under half a loss per round), with loss_reaction=20: a
   round must lose more than 20 / 4 = 5% to raise delta, which this loss
@@ -41,6 +44,7 @@ COMPETE_MIN_SHARE = 0.25        # of the link rate, competitive mode on
 COMPETE_GAIN = 1.2              # on / off, relative ...
 COMPETE_GAIN_MBIT = 1.0         # ... and absolute
 LOSS_ADVANTAGE = 2.0            # copa / cubic at 1% random loss
+BDP_LOSS_LINK = Link(rate_mbit=12, rtt_ms=50, buffer_bdp=1, loss_pct=2)
 LIGHT_LOSS_LINK = Link(rate_mbit=10, rtt_ms=100, buffer_bdp=1, loss_pct=0.5)
 LIGHT_LOSS_REACTION = {"net.ipv4.tcp_copa.loss_reaction": "20"}
 LIGHT_LOSS_SETTLE = 1 / 3       # share of events until slow start is over
@@ -161,6 +165,21 @@ def random_loss():
     ksft_ge(copa, LOSS_ADVANTAGE * cubic, "copa >= 2x cubic at 1% loss")
 
 
+def random_loss_vs_bbr():
+    """At 2% random loss on a 1 BDP FIFO, copa moves at least what bbr
+    moves, with at most bbr's p95 queueing delay (issue 10)."""
+    copa = run_and_report("copa, 2% loss, 1 BDP", BDP_LOSS_LINK,
+                          [Flow("copa")])
+    bbr = run_and_report("bbr, 2% loss, 1 BDP", BDP_LOSS_LINK,
+                         [Flow("bbr")])
+    c, b = copa.flows[0], bbr.flows[0]
+    ksft_pr(f"2% loss: copa {throughput(copa):.2f} Mbit/s, p95 qdelay "
+            f"{c.qdelay_p95_ms:.1f} ms; bbr {throughput(bbr):.2f} Mbit/s, "
+            f"{b.qdelay_p95_ms:.1f} ms")
+    ksft_ge(throughput(copa), throughput(bbr), "copa throughput >= bbr's")
+    ksft_ge(b.qdelay_p95_ms, c.qdelay_p95_ms, "copa p95 qdelay <= bbr's")
+
+
 def light_loss_keeps_delta():
     """Light random loss on a long path leaves delta alone."""
     with copa_traced(buffer_kb=16384) as events:
@@ -177,4 +196,5 @@ def light_loss_keeps_delta():
 
 
 if __name__ == "__main__":
-    ksft_run([competitive, random_loss, light_loss_keeps_delta])
+    ksft_run([competitive, random_loss, random_loss_vs_bbr,
+              light_loss_keeps_delta])

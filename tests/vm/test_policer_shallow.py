@@ -6,9 +6,10 @@
 1/delta = 10 packets of queue, which this buffer cannot hold, so without a
 reaction to loss it overflows every round. Each flow runs alone; the
 retransmission overhead is bytes_retrans / bytes_acked of the sender's
-tcp_info. copa with its default loss reaction (net.ipv4.tcp_copa.
-loss_reaction, 5%), and copa_policer, each retransmit at most twice what
-CUBIC retransmits on the same link.
+tcp_info. copa, and copa_policer, with their defaults each retransmit at
+most what CUBIC retransmits on the same link (issue 10): losses with the
+queue this low are a limit, not congestion, and Copa holds the rate the
+link delivers.
 """
 
 import os
@@ -22,7 +23,7 @@ from ksft import ksft_ge, ksft_pr, ksft_run  # noqa: E402
 
 SHALLOW_LINK = Link(rate_mbit=12, rtt_ms=40, buffer_pkts=5)
 SMALL_DELTA = {"net.ipv4.tcp_copa.delta": "0.1"}
-SHALLOW_OVERHEAD = 2.0          # copa / cubic retransmissions
+SHALLOW_OVERHEAD = 1.0          # copa / cubic retransmissions
 
 
 def shallow(name):
@@ -40,16 +41,16 @@ def check_overhead(name):
         print_series(shallow(flow))
     ksft_pr(f"5-packet FIFO: {name} overhead {mine:.4f}, cubic {cubic:.4f},"
             f" ratio {mine / cubic if cubic else float('inf'):.2f}")
-    ksft_ge(SHALLOW_OVERHEAD * cubic, mine, f"{name} overhead <= 2x cubic's")
+    ksft_ge(SHALLOW_OVERHEAD * cubic, mine, f"{name} overhead <= cubic's")
 
 
 def shallow_copa_loss_reaction():
-    """copa's default loss reaction keeps retransmissions near CUBIC's."""
+    """copa keeps retransmissions at CUBIC's or below."""
     check_overhead("copa")
 
 
 def shallow_copa_policer():
-    """So does copa_policer (detection and the same loss reaction)."""
+    """So does copa_policer."""
     check_overhead("copa_policer")
 
 
