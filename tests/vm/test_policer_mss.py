@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """copa_policer's hold with a large MSS: jumbo frames and loopback.
 
-The hold keeps cwnd at twice the BDP of the held rate, hold_rate x RTTmin
-/ mss packets. Before the BDP was computed with a 64-bit divisor, 10^6 x
+The hold keeps cwnd at 1.5 times the BDP of the held rate, hold_rate x
+RTTmin / mss packets. Before the BDP was computed with a 64-bit divisor, 10^6 x
 mss truncated to 32 bits for mss > 4294 and the held window came out 25x
 (mss 8948) to 62x (mss 65483) too large. Both cases run one copa_policer
 flow (tests/setcc) for RUN_S seconds behind a token-bucket policer
@@ -19,9 +19,10 @@ held windows are the cwnd of the events in the policed mode (4).
   delaying both directions LO_DELAY_MS (RTT 2 x LO_DELAY_MS) and a
   matchall police action on lo ingress at LO_POLICE_MBIT, burst
   LO_POLICE_BURST: one 65550-byte frame. The detector measures the
-  policed rate over 4 to 16 rounds of 20 ms; a bucket of 256 kB added
-  up to 64% to the 400 kB the token rate allows in 4 rounds, and the
-  hold rate measured at least 29% above 40 Mbit/s (held cwnd 4 = 2.6x
+  policed rate over rounds of 20 ms; a bucket of 256 kB, larger than
+  the 100 kB the token rate allows in a round, inflated the measured
+  rate by more than half (with the first detector, over 4 rounds, the
+  hold rate measured at least 29% above 40 Mbit/s: held cwnd 4 = 2.6x
   the BDP).
 
 Each case asserts that the policer was detected (at least one event in
