@@ -106,7 +106,8 @@ struct copa {
 	u8	limit_rounds;		/* hold: rounds left; else limit age */
 	u8	hold_rounds;		/* rounds to hold, 1-255 ... */
 	u8	hold_shift:2,		/* ... times 2^hold_shift, at most 255 */
-		limit_held:1;		/* limit_rate is the last hold's */
+		limit_held:1,		/* limit_rate is the last hold's */
+		hold_trimmed:1;		/* this hold's rate was lowered once */
 	u8	limit_loss:7,		/* percent a limited round loses, 1-100 */
 		detect:1;		/* rate-limit detection on */
 	u8	rate_tol;		/* percent two limited rounds may differ */
@@ -669,6 +670,11 @@ static inline void copa_apply_hold(struct copa *ca, struct copa_ack *ack)
  * the probe after it found the same limit: each probe costs the losses
  * of one overshoot, so a persistent limit is probed ever less often.
  */
+static inline u32 copa_hold_len(const struct copa *ca)
+{
+	return min_t(u32, (u32)ca->hold_rounds << ca->hold_shift, 255);
+}
+
 static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
 {
 	if (!ca->limit_held)
@@ -676,8 +682,8 @@ static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
 	else if (ca->hold_shift < 3)
 		ca->hold_shift++;
 	ca->hold_rate = rate;
-	ca->limit_rounds = min_t(u32, (u32)ca->hold_rounds << ca->hold_shift,
-				 255);
+	ca->hold_trimmed = 0;
+	ca->limit_rounds = copa_hold_len(ca);
 	ca->slow_start = 0;
 	copa_apply_hold(ca, ack);
 }
@@ -703,6 +709,20 @@ static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
 	ca->round_cwnd = ack->cwnd;
 	ca->dir = COPA_FLAT;
 	copa_exit_slow_start(ca);
+}
+
+/*
+ * The rate to hold when a limited round's @rate agrees with the sample:
+ * the lower of the two at a first detection, since a round that loses
+ * may also carry a token bucket's burst, and their mean when the sample
+ * is the last hold's, so that repeated holds settle on the limit rather
+ * than ratchet down with the noise of single rounds.
+ */
+static inline u32 copa_hold_rate(const struct copa *ca, u32 rate)
+{
+	if (ca->limit_held)
+		return rate / 2 + ca->limit_rate / 2;
+	return min(rate, ca->limit_rate);
 }
 
 /*
@@ -734,7 +754,7 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 	rate = copa_round_rate(ca, ack);
 	if (ca->limit_rate && copa_rates_agree(ca, rate)) {
 		if (copa_cwnd_beyond(ca, ack, cwnd, rate))
-			copa_hold(ca, ack, min(rate, ca->limit_rate));
+			copa_hold(ca, ack, copa_hold_rate(ca, rate));
 		else
 			ca->limit_rounds = 0;
 		return;
@@ -750,12 +770,23 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 
 /*
  * Count down a hold. It ends early if a standing queue builds: the limit
- * queues, so it is not a policer, or the path changed.
+ * queues, so it is not a policer, or the path changed. A held rate above
+ * the limit shows as limited rounds in the hold (its first round only
+ * reports what was sent before it): once per hold, the held rate then
+ * drops to what such a round delivered. Once, because random loss gives
+ * limited rounds at any rate.
  */
 static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 {
-	if (copa_queue_standing(ca, ack) || !--ca->limit_rounds)
+	if (copa_queue_standing(ca, ack) || !--ca->limit_rounds) {
 		copa_end_hold(ca, ack);
+		return;
+	}
+	if (!ca->hold_trimmed && (u32)ca->limit_rounds + 2 <= copa_hold_len(ca) &&
+	    copa_round_limited(ca, ack)) {
+		ca->hold_trimmed = 1;
+		ca->hold_rate = min(ca->hold_rate, copa_round_rate(ca, ack));
+	}
 }
 
 static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
@@ -819,16 +850,16 @@ static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd)
 }
 
 /*
- * The first loss ends slow start at once; the loss reaction also halves
- * cwnd back to the previous round's window, which the path carried.
+ * The first loss ends slow start at once and halves cwnd back to the
+ * previous round's window, which the path carried, whatever the loss
+ * reaction: a slow start doubles past any limit, queue or none.
  */
 static inline void copa_end_slow_start_on_loss(struct copa *ca,
 					       struct copa_ack *ack)
 {
 	if (!ca->slow_start || ack->losses <= 0)
 		return;
-	if (ca->loss_thresh)
-		copa_set_cwnd(ca, ack, ack->cwnd / 2);
+	copa_set_cwnd(ca, ack, ack->cwnd / 2);
 	copa_exit_slow_start(ca);
 }
 
