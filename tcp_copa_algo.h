@@ -712,20 +712,6 @@ static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
 }
 
 /*
- * The rate to hold when a limited round's @rate agrees with the sample:
- * the lower of the two at a first detection, since a round that loses
- * may also carry a token bucket's burst, and their mean when the sample
- * is the last hold's, so that repeated holds settle on the limit rather
- * than ratchet down with the noise of single rounds.
- */
-static inline u32 copa_hold_rate(const struct copa *ca, u32 rate)
-{
-	if (ca->limit_held)
-		return rate / 2 + ca->limit_rate / 2;
-	return min(rate, ca->limit_rate);
-}
-
-/*
  * A limited round (losses with the queue low) whose delivery rate agrees
  * with that of another limited round at most COPA_LIMIT_MAX_AGE rounds
  * before: the path delivers no more, however much more is sent, and it
@@ -754,7 +740,7 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 	rate = copa_round_rate(ca, ack);
 	if (ca->limit_rate && copa_rates_agree(ca, rate)) {
 		if (copa_cwnd_beyond(ca, ack, cwnd, rate))
-			copa_hold(ca, ack, copa_hold_rate(ca, rate));
+			copa_hold(ca, ack, rate / 2 + ca->limit_rate / 2);
 		else
 			ca->limit_rounds = 0;
 		return;
