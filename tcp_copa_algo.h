@@ -107,7 +107,8 @@ struct copa {
 	u8	hold_rounds;		/* rounds to hold, 1-255 ... */
 	u8	hold_shift:2,		/* ... times 2^hold_shift, at most 255 */
 		limit_held:1,		/* limit_rate is the last hold's */
-		hold_trimmed:1;		/* this hold's rate was lowered once */
+		hold_trimmed:1,		/* this hold's rate was lowered once */
+		round_slow_start:1;	/* this round began in slow start */
 	u8	limit_loss:7,		/* percent a limited round loses, 1-100 */
 		detect:1;		/* rate-limit detection on */
 	u8	rate_tol;		/* percent two limited rounds may differ */
@@ -402,6 +403,7 @@ static inline void copa_start_round(struct copa *ca,
 	ca->next_round_delivered = ack->delivered;
 	ca->round_start_us = (u32)ack->now_us;
 	ca->round_start_lost = ack->lost;
+	ca->round_slow_start = ca->slow_start;
 }
 
 /*
@@ -720,7 +722,9 @@ static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
  * of the two rates. Random loss gives limited rounds too, at rates that
  * differ while Copa still grows; once they agree the link is full, and a
  * hold at its rate costs nothing. Application-limited rounds measure the
- * application, not the path: they clear the sample.
+ * application, not the path: they clear the sample. A round that began
+ * in slow start is not sampled: its window doubled during it, so it
+ * sent twice what its rate shows.
  */
 static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 				     u32 cwnd)
@@ -735,7 +739,7 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 	}
 	if (ca->limit_rate && ++ca->limit_rounds > COPA_LIMIT_MAX_AGE)
 		ca->limit_rate = 0;
-	if (!copa_round_limited(ca, ack))
+	if (ca->round_slow_start || !copa_round_limited(ca, ack))
 		return;
 	rate = copa_round_rate(ca, ack);
 	if (ca->limit_rate && copa_rates_agree(ca, rate)) {
@@ -962,6 +966,7 @@ static inline void copa_on_ack(struct copa *ca, struct copa_ack *ack)
 static inline void copa_restart(struct copa *ca, u32 cwnd, u32 delivered)
 {
 	ca->slow_start = 1;
+	ca->round_slow_start = 1;
 	ca->competitive = 0;
 	ca->round_loss = 0;
 	ca->loss_second = 0;
