@@ -108,6 +108,7 @@ struct copa {
 	u8	hold_shift:2,		/* ... times 2^hold_shift, at most 255 */
 		limit_held:1,		/* limit_rate is the last hold's */
 		hold_trimmed:1,		/* this hold's rate was lowered once */
+		hold_lossy:1,		/* the hold's last round was limited */
 		round_slow_start:1;	/* this round began in slow start */
 	u8	limit_loss:7,		/* percent a limited round loses, 1-100 */
 		detect:1;		/* rate-limit detection on */
@@ -631,23 +632,26 @@ static inline bool copa_rates_agree(const struct copa *ca, u32 rate)
 
 /*
  * Did the window that sent the round ending now, @cwnd (the window at its
- * start), exceed by more than twice rate_tol % either the window of the
- * limited round before or what @rate fills in RTTstanding? With the
- * queue low, the delivery rate grows with the window (less a random loss
- * rate) unless a limit holds it: the first is a plateau over rounds, the
- * second one round losing the excess (a slow start's overshoot). Against
- * the rate of the last hold, which a limit already confirmed, rate_tol %
- * suffices.
+ * start), exceed the window of the limited round before by more than
+ * twice rate_tol %, or what @rate fills in RTTstanding by more than four
+ * times rate_tol %? With the queue low, the delivery rate grows with the
+ * window (less the random loss rate) unless a limit holds it: the first
+ * is a plateau over rounds, the second a round that lost far more than
+ * random loss does, a slow start's overshoot past a policer (a small
+ * window that lost 5% at random came within 27% in the model: one packet
+ * is 6% of 16). Against the rate of the last hold, which a limit already
+ * confirmed, half of each suffices.
  */
 static inline bool copa_cwnd_beyond(const struct copa *ca,
 				    const struct copa_ack *ack, u32 cwnd,
 				    u32 rate)
 {
-	u64 pct = 100 + (ca->limit_held ? 1 : 2) * ca->rate_tol;
+	u32 tol = ca->limit_held ? ca->rate_tol : 2 * ca->rate_tol;
 	u64 carried = copa_rate_pkts(ack, rate,
 				     copa_win_min(&ca->rtt_standing));
 
-	return (u64)cwnd * 100 > pct * min_t(u64, ca->limit_cwnd, carried);
+	return (u64)cwnd * 100 > (u64)(100 + tol) * ca->limit_cwnd ||
+	       (u64)cwnd * 100 > (u64)(100 + 2 * tol) * carried;
 }
 
 /*
@@ -685,6 +689,7 @@ static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
 		ca->hold_shift++;
 	ca->hold_rate = rate;
 	ca->hold_trimmed = 0;
+	ca->hold_lossy = 0;
 	ca->limit_rounds = copa_hold_len(ca);
 	ca->slow_start = 0;
 	copa_apply_hold(ca, ack);
@@ -761,22 +766,26 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 /*
  * Count down a hold. It ends early if a standing queue builds: the limit
  * queues, so it is not a policer, or the path changed. A held rate above
- * the limit shows as limited rounds in the hold (its first round only
- * reports what was sent before it): once per hold, the held rate then
- * drops to what such a round delivered. Once, because random loss gives
- * limited rounds at any rate.
+ * the limit shows as limited rounds in a row in the hold (its first
+ * round only reports what was sent before it; a stray loss makes one):
+ * once per hold, the held rate then drops to what such a round
+ * delivered. Once, because random loss gives limited rounds at any rate.
  */
 static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 {
+	bool limited;
+
 	if (copa_queue_standing(ca, ack) || !--ca->limit_rounds) {
 		copa_end_hold(ca, ack);
 		return;
 	}
-	if (!ca->hold_trimmed && (u32)ca->limit_rounds + 2 <= copa_hold_len(ca) &&
-	    copa_round_limited(ca, ack)) {
+	limited = (u32)ca->limit_rounds + 2 <= copa_hold_len(ca) &&
+		  copa_round_limited(ca, ack);
+	if (limited && ca->hold_lossy && !ca->hold_trimmed) {
 		ca->hold_trimmed = 1;
 		ca->hold_rate = min(ca->hold_rate, copa_round_rate(ca, ack));
 	}
+	ca->hold_lossy = limited;
 }
 
 static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)

@@ -1175,6 +1175,9 @@ static struct cfg loss_cfg(const struct loss_link *l, u32 loss_reaction,
 
 static void loss_matrix(const char *only)
 {
+	u32 seeds = getenv("MODEL_SEEDS") ? atoi(getenv("MODEL_SEEDS")) : 1;
+	u32 first = getenv("MODEL_SEED0") ? atoi(getenv("MODEL_SEED0")) : 0;
+
 	static const struct { const char *name; u32 lr; bool pol; } vs[] = {
 		{ "copa", 5, true }, { "copa lr=0", 0, true },
 		{ "copa nodetect", 5, false }, { "copa nodetect lr=0", 0, false },
@@ -1189,14 +1192,24 @@ static void loss_matrix(const char *only)
 			continue;
 		for (j = 0; j < sizeof(vs) / sizeof(vs[0]); j++) {
 			struct cfg c = loss_cfg(l, vs[j].lr, vs[j].pol);
+			double util = 0, lo = 1e9, retrans = 0, q = 0;
+			u32 holds = 0, k;
 			struct result r;
 
-			run(&c, &r);
-			printf("%-22s %-18s util %.3f of %5.1f  retrans %6.2f%%  qdelay %7.2f ms  holds %u\n",
-			       l->name, vs[j].name,
-			       r.util * l->mbit / cap, cap,
-			       100.0 * r.dropped / r.sent, r.qdelay_us / 1000,
-			       r.holds);
+			for (k = 0; k < seeds; k++) {
+				c.seed = k + first ?
+					 0x9e3779b97f4a7c15ULL * (k + first + 1) :
+					 0;
+				run(&c, &r);
+				util += r.util * l->mbit / cap / seeds;
+				lo = fmin(lo, r.util * l->mbit / cap);
+				retrans += 100.0 * r.dropped / r.sent / seeds;
+				q += r.qdelay_us / 1000 / seeds;
+				holds += r.holds;
+			}
+			printf("%-22s %-18s util %.3f (min %.3f) of %5.1f  retrans %6.2f%%  qdelay %7.2f ms  holds %u\n",
+			       l->name, vs[j].name, util, lo, cap, retrans, q,
+			       holds);
 			fflush(stdout);
 		}
 	}
