@@ -107,8 +107,7 @@ struct copa {
 	u8	hold_rounds;		/* rounds to hold, 1-255 ... */
 	u8	hold_shift:2,		/* ... times 2^hold_shift, at most 255 */
 		limit_held:1,		/* limit_rate is the last hold's */
-		hold_trimmed:1,		/* this hold's rate was lowered once */
-		hold_lossy:1,		/* the hold's last round was limited */
+		hold_lossy:1,		/* a round of the hold was limited */
 		round_slow_start:1;	/* this round began in slow start */
 	u8	limit_loss:7,		/* percent a limited round loses, 1-100 */
 		detect:1;		/* rate-limit detection on */
@@ -688,7 +687,6 @@ static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
 	else if (ca->hold_shift < 3)
 		ca->hold_shift++;
 	ca->hold_rate = rate;
-	ca->hold_trimmed = 0;
 	ca->hold_lossy = 0;
 	ca->limit_rounds = copa_hold_len(ca);
 	ca->slow_start = 0;
@@ -716,6 +714,22 @@ static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
 	ca->round_cwnd = ack->cwnd;
 	ca->dir = COPA_FLAT;
 	copa_exit_slow_start(ca);
+}
+
+/*
+ * The rate to hold when a limited round's @rate agrees with the sample:
+ * the lower of the two at a first detection (a round that loses may
+ * still carry a token bucket's burst), their mean when the sample is the
+ * last hold's rate, so that repeated holds settle on the limit from
+ * below instead of ratcheting down with the noise of single rounds (a
+ * round that loses reads low: the sender stalls on packets not yet
+ * marked lost).
+ */
+static inline u32 copa_hold_rate(const struct copa *ca, u32 rate)
+{
+	if (ca->limit_held)
+		return rate / 2 + ca->limit_rate / 2;
+	return min(rate, ca->limit_rate);
 }
 
 /*
@@ -749,7 +763,7 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 	rate = copa_round_rate(ca, ack);
 	if (ca->limit_rate && copa_rates_agree(ca, rate)) {
 		if (copa_cwnd_beyond(ca, ack, cwnd, rate))
-			copa_hold(ca, ack, rate / 2 + ca->limit_rate / 2);
+			copa_hold(ca, ack, copa_hold_rate(ca, rate));
 		else
 			ca->limit_rounds = 0;
 		return;
@@ -764,28 +778,25 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 }
 
 /*
- * Count down a hold. It ends early if a standing queue builds: the limit
- * queues, so it is not a policer, or the path changed. A held rate above
- * the limit shows as limited rounds in a row in the hold (its first
- * round only reports what was sent before it; a stray loss makes one):
- * once per hold, the held rate then drops to what such a round
- * delivered. Once, because random loss gives limited rounds at any rate.
+ * Count down a hold. It ends early if a standing queue builds (the limit
+ * queues, so it is not a policer, or the path changed), and at its second
+ * round that loses with the queue low (its first round only reports what
+ * was sent before it; a stray loss makes one): a held rate under a limit
+ * loses nothing, so either the rate is above the limit, and the next
+ * detection averages it with a lower sample, or the loss is random, and
+ * Copa's delay rule serves the path better.
  */
 static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 {
-	bool limited;
+	bool limited = (u32)ca->limit_rounds + 1 < copa_hold_len(ca) &&
+		       copa_round_limited(ca, ack);
 
-	if (copa_queue_standing(ca, ack) || !--ca->limit_rounds) {
+	if (copa_queue_standing(ca, ack) || !--ca->limit_rounds ||
+	    (limited && ca->hold_lossy)) {
 		copa_end_hold(ca, ack);
 		return;
 	}
-	limited = (u32)ca->limit_rounds + 2 <= copa_hold_len(ca) &&
-		  copa_round_limited(ca, ack);
-	if (limited && ca->hold_lossy && !ca->hold_trimmed) {
-		ca->hold_trimmed = 1;
-		ca->hold_rate = min(ca->hold_rate, copa_round_rate(ca, ack));
-	}
-	ca->hold_lossy = limited;
+	ca->hold_lossy |= limited;
 }
 
 static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
