@@ -38,14 +38,14 @@
  *
  * A loss with the queue low is a rate limit that drops instead of
  * queueing, or noise. Two such rounds that lose at least 1% at delivery
- * rates within 12% of each other, while cwnd grew by more than 24% or
- * exceeds by that much what the rate carries in RTTstanding, mean a
- * limit: a token-bucket policer, or a buffer shorter than Copa's target
- * queue. Copa then holds the lower rate (the mean, when the earlier one
- * was the last hold's), paced, with a window of 1.5 times its BDP, for
- * 48 rounds, twice as long (up to 255) after each probe that met the
- * same limit; it lowers a hold once if the hold still loses, and ends it
- * early if a standing queue builds. After a hold Copa probes from one BDP of the held rate as
+ * rates within 12% of each other, while cwnd grew by more than 24% (or
+ * exceeds by 48% what the rate carries in RTTstanding), mean a limit: a
+ * token-bucket policer, or a buffer shorter than Copa's target queue.
+ * Copa then holds the lower rate (the mean, when the earlier one was the
+ * last hold's), paced, with a window of 1.5 times its BDP, for 48
+ * rounds, twice as long (up to 255) after each probe that met the same
+ * limit; a hold ends early if a standing queue builds or if it keeps
+ * losing, as above a limit or with random loss. After a hold Copa probes from one BDP of the held rate as
  * after a loss reaction. Random loss leaves the delivery rate growing
  * with cwnd, so it is ignored, as the paper's Copa ignores all loss.
  * tcp_copa_policer.ko is the same algorithm with the detector's
