@@ -860,16 +860,21 @@ static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd)
 }
 
 /*
- * The first loss ends slow start at once and halves cwnd back to the
- * previous round's window, which the path carried, whatever the loss
- * reaction: a slow start doubles past any limit, queue or none.
+ * The first loss ends slow start at once, whatever the loss reaction: a
+ * slow start doubles past any limit, queue or none. cwnd goes back to
+ * what the path delivered in the round trip this ACK closes (the rate
+ * sample's delivered count), at most half of cwnd: the previous round's
+ * window, which halving gives, was itself often past the limit (a
+ * 5-packet FIFO lost 200 packets in the first second).
  */
 static inline void copa_end_slow_start_on_loss(struct copa *ca,
 					       struct copa_ack *ack)
 {
+	u32 carried = max(ack->rs_delivered, 0);
+
 	if (!ca->slow_start || ack->losses <= 0)
 		return;
-	copa_set_cwnd(ca, ack, ack->cwnd / 2);
+	copa_set_cwnd(ca, ack, min(ack->cwnd / 2, carried));
 	copa_exit_slow_start(ca);
 }
 

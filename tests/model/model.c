@@ -1136,29 +1136,32 @@ struct loss_link {
 	const char *name;
 	double	mbit, rtt_ms, police_mbit, loss;
 	u32	burst, fifo;	/* bytes; packets (0: 1 BDP) */
+	u32	delta_milli;	/* 0: 500 */
 };
 
 static const struct loss_link loss_links[] = {
-	{ "police 4 on 20/40", 20, 40, 4, 0, 20000, 0 },
-	{ "police 6 on 30/30", 30, 30, 6, 0, 30000, 0 },
-	{ "police 3 on 24/40", 24, 40, 3, 0, 20000, 0 },
-	{ "police 12 on 24/40", 24, 40, 12, 0, 20000, 0 },
-	{ "police 100 on 1000/40", 1000, 40, 100, 0, 200000, 0 },
-	{ "loss 1% 12/50", 12, 50, 0, 0.01, 0, 0 },
-	{ "loss 2% 12/50", 12, 50, 0, 0.02, 0, 0 },
-	{ "loss 5% 12/50", 12, 50, 0, 0.05, 0, 0 },
-	{ "loss 2% 20/40", 20, 40, 0, 0.02, 0, 0 },
-	{ "loss 5% 20/40", 20, 40, 0, 0.05, 0, 0 },
-	{ "loss 1% 1000/40", 1000, 40, 0, 0.01, 0, 0 },
-	{ "fifo 1 pkt 12/40", 12, 40, 0, 0, 0, 1 },
-	{ "fifo 1 pkt 100/20", 100, 20, 0, 0, 0, 1 },
-	{ "fifo 1 BDP 12/40", 12, 40, 0, 0, 0, 0 },
+	{ "police 4 on 20/40", 20, 40, 4, 0, 20000, 0, 0 },
+	{ "police 6 on 30/30", 30, 30, 6, 0, 30000, 0, 0 },
+	{ "police 3 on 24/40", 24, 40, 3, 0, 20000, 0, 0 },
+	{ "police 12 on 24/40", 24, 40, 12, 0, 20000, 0, 0 },
+	{ "police 100 on 1000/40", 1000, 40, 100, 0, 200000, 0, 0 },
+	{ "loss 1% 12/50", 12, 50, 0, 0.01, 0, 0, 0 },
+	{ "loss 2% 12/50", 12, 50, 0, 0.02, 0, 0, 0 },
+	{ "loss 5% 12/50", 12, 50, 0, 0.05, 0, 0, 0 },
+	{ "loss 2% 20/40", 20, 40, 0, 0.02, 0, 0, 0 },
+	{ "loss 5% 20/40", 20, 40, 0, 0.05, 0, 0, 0 },
+	{ "loss 1% 1000/40", 1000, 40, 0, 0.01, 0, 0, 0 },
+	{ "fifo 1 pkt 12/40", 12, 40, 0, 0, 0, 1, 0 },
+	{ "fifo 5 pkt 12/40 d0.1", 12, 40, 0, 0, 0, 5, 100 },
+	{ "fifo 1 pkt 100/20", 100, 20, 0, 0, 0, 1, 0 },
+	{ "fifo 1 BDP 12/40", 12, 40, 0, 0, 0, 0, 0 },
 };
 
 static struct cfg loss_cfg(const struct loss_link *l, u32 loss_reaction,
 			   bool detect)
 {
-	struct cfg c = mklink(l->mbit, l->rtt_ms, 1448, 500);
+	struct cfg c = mklink(l->mbit, l->rtt_ms, 1448,
+			      l->delta_milli ? l->delta_milli : 500);
 
 	c.police_bps = (u64)(l->police_mbit * 1e6);
 	c.police_burst = l->burst;
