@@ -33,8 +33,9 @@
  * loss, by at most half the distance per round. When more than
  * loss_reaction percent of a loss window (two rounds, and at least
  * 200 / loss_reaction packets so that one loss never suffices) was lost,
- * cwnd is also cut by 30%. The first loss of any kind ends slow start
- * and halves cwnd.
+ * cwnd is also cut by 30%. The first loss of any kind ends slow start,
+ * with cwnd at what the path delivered in the last round trip (at most
+ * half of it).
  *
  * A loss with the queue low is a rate limit that drops instead of
  * queueing, or noise. Two such rounds that lose at least 1% at delivery
