@@ -25,12 +25,12 @@ def test_shipped_bench_has_the_repeated_demo_link_and_large_bdp():
     assert all(s.repeats == 1 for n, s in plan.items() if n != "demo")
 
 
-def test_shipped_bench_fits_in_about_40_minutes():
+def test_shipped_bench_fits_in_about_55_minutes():
     from copa_eval import runner
     # per run: its duration plus ~15 s of set-up and teardown under TCG
     seconds = sum(len(runner.plan(s)) * (s.duration_s + 15)
                   for s in cli.bench_plan())
-    assert seconds / 60 <= 43
+    assert seconds / 60 <= 55
 
 
 def test_entry_repeats_and_variants(tmp_path):
