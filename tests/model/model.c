@@ -1273,6 +1273,7 @@ LOSS_CASE(policer_100_on_1000_mbit, "police 100 on 1000/40", 0.95, 0.03)
 LOSS_CASE(random_loss_5pct, "loss 5% 12/50", 0.9, 0.06)
 LOSS_CASE(random_loss_1pct_1000_mbit, "loss 1% 1000/40", 0.9, 0.015)
 LOSS_CASE(fifo_1_pkt, "fifo 1 pkt 12/40", 0.95, 0.015)
+LOSS_CASE(fifo_5_pkts_delta_0_1, "fifo 5 pkt 12/40 d0.1", 0.95, 0.015)
 
 /* ---------------------------------------------------------------------
  * The table for Documentation/copa.rst, "Choosing delta".
@@ -1350,6 +1351,7 @@ static const struct tcase cases[] = {
 	CASE(random_loss_5pct),
 	CASE(random_loss_1pct_1000_mbit),
 	CASE(fifo_1_pkt),
+	CASE(fifo_5_pkts_delta_0_1),
 };
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
 
