@@ -46,9 +46,10 @@
  * last hold's), paced, with a window of 1.5 times its BDP, for 48
  * rounds, twice as long (up to 255) after each probe that met the same
  * limit; a hold ends early if a standing queue builds or if it keeps
- * losing, as above a limit or with random loss. After a hold Copa probes from one BDP of the held rate as
- * after a loss reaction. Random loss leaves the delivery rate growing
- * with cwnd, so it is ignored, as the paper's Copa ignores all loss.
+ * losing, as above a limit or with random loss. After a hold Copa
+ * probes from one BDP of the held rate as after a loss reaction. Random
+ * loss leaves the delivery rate growing with cwnd, so it is ignored, as
+ * the paper's Copa ignores all loss.
  * tcp_copa_policer.ko is the same algorithm with the detector's
  * parameters as sysctls.
  *
