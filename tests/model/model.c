@@ -492,7 +492,7 @@ static u64 probe_deadline(const struct sim *s)
 /* The invariants every output must keep (see the comment at the top). */
 /*
  * @held: a hold was in force when the ACK came (a hold starts and ends
- * in policer_on_ack(), after copa_on_ack() set this ACK's output).
+ * at a round start, in the middle of copa_on_ack()).
  */
 static void check_ack(struct sim *s, const struct copa_ack *a,
 		      u32 cwnd_before, bool held)

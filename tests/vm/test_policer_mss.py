@@ -79,9 +79,9 @@ def traced_flow(sender_ns, receiver_ns, host):
 def check_hold(label, line, events, police_mbit):
     ksft_ge(len(events), 1, "copa_update events recorded")
     mss = line["mss"]
-    # The event of the ACK that starts a hold still shows Copa's own
-    # window: policer_on_ack() runs after copa_on_ack() has set it, and
-    # the hold applies from the next ACK on.
+    # The event of the ACK that starts a hold is left out: the hold
+    # starts at a round start, in the middle of copa_on_ack(), so the
+    # events in a hold are those whose previous event was in it too.
     held = [e for prev, e in zip(events, events[1:])
             if e["mode"] == MODE_POLICED and prev["mode"] == MODE_POLICED]
     modes = {m: sum(e["mode"] == m for e in events) for m in (1, 2, 3, 4)}
