@@ -669,17 +669,18 @@ static inline void copa_apply_hold(struct copa *ca, struct copa_ack *ack)
 	ack->pacing_rate = ca->hold_rate;
 }
 
+/* Rounds a hold lasts: hold_rounds << hold_shift, at most 255. */
+static inline u32 copa_hold_len(const struct copa *ca)
+{
+	return min_t(u32, (u32)ca->hold_rounds << ca->hold_shift, 255);
+}
+
 /*
  * Hold at @rate bytes/s from this ACK on, for hold_rounds rounds, twice
  * as long as the previous hold (up to 8 times, 255 rounds at most) when
  * the probe after it found the same limit: each probe costs the losses
  * of one overshoot, so a persistent limit is probed ever less often.
  */
-static inline u32 copa_hold_len(const struct copa *ca)
-{
-	return min_t(u32, (u32)ca->hold_rounds << ca->hold_shift, 255);
-}
-
 static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
 {
 	if (!ca->limit_held)
@@ -737,8 +738,8 @@ static inline u32 copa_hold_rate(const struct copa *ca, u32 rate)
  * with that of another limited round at most COPA_LIMIT_MAX_AGE rounds
  * before: the path delivers no more, however much more is sent, and it
  * does not queue the rest. A token-bucket policer does that, and so does
- * a buffer too short for Copa's target queue. Copa then holds the lower
- * of the two rates. Random loss gives limited rounds too, at rates that
+ * a buffer too short for Copa's target queue. Copa then holds a rate
+ * (copa_hold_rate()). Random loss gives limited rounds too, at rates that
  * differ while Copa still grows; once they agree the link is full, and a
  * hold at its rate costs nothing. Application-limited rounds measure the
  * application, not the path: they clear the sample. A round that began
@@ -780,11 +781,12 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 /*
  * Count down a hold. It ends early if a standing queue builds (the limit
  * queues, so it is not a policer, or the path changed), and at its second
- * round that loses with the queue low (its first round only reports what
- * was sent before it; a stray loss makes one): a held rate under a limit
- * loses nothing, so either the rate is above the limit, and the next
- * detection averages it with a lower sample, or the loss is random, and
- * Copa's delay rule serves the path better.
+ * round that loses with the queue low, not counting its first two rounds
+ * (a loss shows up to a round after it happened, so they report what was
+ * sent before the hold; a stray loss makes one such round): a held rate
+ * under a limit loses nothing, so either the rate is above the limit,
+ * and the next detection averages it with a lower sample, or the loss is
+ * random, and Copa's delay rule serves the path better.
  */
 static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 {
