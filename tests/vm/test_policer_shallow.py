@@ -9,8 +9,8 @@ retransmission overhead is bytes_retrans / bytes_acked of the sender's
 tcp_info. copa, and copa_policer, with their defaults each retransmit at
 most SHALLOW_OVERHEAD x what CUBIC retransmits on the same link: losses
 with the queue this low are a limit, not congestion, and Copa holds the
-rate the link delivers. Issue 10 asks for 1.0x; three VM runs measured
-1.47x to 3.34x (CUBIC 0.47% to 0.79%, copa 0.69% to 1.55%; most of
+rate the link delivers. Issue 10 asks for 1.0x; four VM runs measured
+1.47x to 3.34x (CUBIC 0.37% to 0.79%, copa 0.69% to 1.55%; most of
 copa's loss is its slow start's overshoot), so the bound is a
 regression guard, not the goal.
 """
