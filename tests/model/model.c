@@ -1176,6 +1176,12 @@ static struct cfg loss_cfg(const struct loss_link *l, u32 loss_reaction,
 	return c;
 }
 
+/* Utilisation of the policed rate, or of the link if none. */
+static double loss_util(const struct loss_link *l, const struct result *r)
+{
+	return l->police_mbit ? r->util * l->mbit / l->police_mbit : r->util;
+}
+
 static void loss_matrix(const char *only)
 {
 	u32 seeds = getenv("MODEL_SEEDS") ? atoi(getenv("MODEL_SEEDS")) : 1;
@@ -1204,8 +1210,8 @@ static void loss_matrix(const char *only)
 					 0x9e3779b97f4a7c15ULL * (k + first + 1) :
 					 0;
 				run(&c, &r);
-				util += r.util * l->mbit / cap / seeds;
-				lo = fmin(lo, r.util * l->mbit / cap);
+				util += loss_util(l, &r) / seeds;
+				lo = fmin(lo, loss_util(l, &r));
 				retrans += 100.0 * r.dropped / r.sent / seeds;
 				q += r.qdelay_us / 1000 / seeds;
 				holds += r.holds;
@@ -1237,7 +1243,6 @@ static bool loss_case(const char *link, double min_util, double max_retrans,
 
 	for (i = 0; i < sizeof(loss_links) / sizeof(loss_links[0]); i++) {
 		const struct loss_link *l = &loss_links[i];
-		double cap = l->police_mbit ? l->police_mbit : l->mbit;
 
 		if (strcmp(l->name, link))
 			continue;
@@ -1247,7 +1252,7 @@ static bool loss_case(const char *link, double min_util, double max_retrans,
 			double util, retrans;
 
 			run(&c, &r);
-			util = r.util * l->mbit / cap;
+			util = loss_util(l, &r);
 			retrans = (double)r.dropped / r.sent;
 			n += snprintf(out + n, len - n,
 				      "%sloss_reaction %u: util %.3f (>= %.2f) retrans %.2f%% (<= %.1f%%) holds %u",
