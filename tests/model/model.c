@@ -141,6 +141,10 @@ struct cfg {
 	double	burst_loss;
 	u32	burst_delay_us;	/* extra delay in the burst: a standing queue */
 	u32	cwnd_clamp;	/* 0: the kernel's default, ~0 */
+	u32	shaper_burst;	/* bytes: the FIFO drains as a token-bucket
+				 * shaper (tbf) with this bucket, sending
+				 * at line rate while it has tokens; 0: a
+				 * serializer at the link rate */
 	u64	seed;
 };
 
@@ -215,6 +219,8 @@ struct sim {
 	u64	last_dep;
 	double	tokens;		/* policer, bytes */
 	u64	tokens_at;
+	double	sh_tokens;	/* shaper bucket, bytes */
+	u64	sh_at;
 
 	/* receiver */
 	u32	rcv_pending;	/* received, not yet acknowledged */
@@ -367,6 +373,26 @@ static bool in_burst(const struct sim *s)
 /* ---------------------------------------------------------------------
  * Bottleneck: policer, random loss, FIFO. Returns false if dropped.
  */
+/*
+ * A token-bucket shaper (tbf) sends the packet at the head of its FIFO at
+ * @start, as soon as the bucket holds a packet's worth of tokens, at line
+ * rate: only packets beyond the bucket wait their serialization time.
+ * Returns the departure; *tx becomes the wait for tokens.
+ */
+static u64 shape(struct sim *s, u64 start, u64 *tx)
+{
+	const struct cfg *c = s->c;
+	double rate = (double)link_rate(s, start) / 8 / PS_PER_S; /* B/ps */
+	double tokens = s->sh_tokens + (start - s->sh_at) * rate;
+
+	if (tokens > c->shaper_burst)
+		tokens = c->shaper_burst;
+	*tx = tokens >= c->mss ? 0 : (u64)((c->mss - tokens) / rate);
+	s->sh_tokens = tokens + *tx * rate - c->mss;
+	s->sh_at = start + *tx;
+	return s->sh_at;
+}
+
 static bool bottleneck(struct sim *s, u32 seq)
 {
 	const struct cfg *c = s->c;
@@ -396,6 +422,8 @@ static bool bottleneck(struct sim *s, u32 seq)
 
 	tx = (u64)c->mss * 8 * PS_PER_S / link_rate(s, s->t);
 	dep = (s->last_dep > s->t ? s->last_dep : s->t) + tx;
+	if (c->shaper_burst)
+		dep = shape(s, dep - tx, &tx);
 	if (s->t >= s->meas_from) {
 		s->qdelay_sum += (double)(dep - tx - s->t) / PS_PER_US;
 		s->qdelay_n++;
@@ -889,6 +917,7 @@ STEADY(delta_1_win_2, 1, 24, 1448, 1000, 300, )
 STEADY(delta_0_1_ack_every_2, 100, 20, 1448, 100, 300, c.ack_every = 2)
 STEADY(delta_0_5_random_loss, 100, 20, 1448, 500, 300, c.loss = 0.001)
 /* RTT samples: -1 on every 7th ACK, every 5th floored to whole ms */
+STEADY(hh_up, 0.615, 30, 1448, 500, 300, (c.ack_every = 2, c.fifo = 3, c.shaper_burst = getenv("B") ? atoi(getenv("B")) : 0))
 STEADY(rtt_samples_missing_and_whole_ms, 100, 40, 1448, 500, 300,
        (c.no_sample_every = 7, c.whole_ms_every = 5))
 
@@ -1342,6 +1371,7 @@ static const struct tcase cases[] = {
 	CASE(delta_1_win_2),
 	CASE(delta_0_1_ack_every_2),
 	CASE(delta_0_5_random_loss),
+	CASE(hh_up),
 	CASE(rtt_samples_missing_and_whole_ms),
 	CASE(step_down_x4_100mbit),
 	CASE(step_up_x4_100mbit),
