@@ -58,8 +58,6 @@ u64 copa_overrides;		/* socket overrides applied */
 u64 copa_flows_started;		/* connections initialised */
 u64 copa_undo_bad;		/* undo_cwnd results the stack would reject */
 
-extern unsigned int CONFIG_HZ __kconfig __weak;
-
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -303,12 +301,26 @@ static __always_inline void copa_bpf_set_state(struct sock *sk, u8 new_state)
 	tp->snd_ssthresh = COPA_TCP_INFINITE_SSTHRESH;
 }
 
+/*
+ * How long sending was idle, in us. The module reads tp->lsndtime, in
+ * jiffies; converting those here needs CONFIG_HZ, a __kconfig extern that
+ * libbpf resolves from /boot/config-$(uname -r) or /proc/config.gz when
+ * the object loads, and refuses to load without (containers, hosts that
+ * ship no config). RACK's mstamp is the send time of the newest packet
+ * delivered; with nothing in flight, that is the last packet sent. 0
+ * before anything was delivered.
+ */
+static __always_inline u64 copa_bpf_idle_us(const struct tcp_sock *tp)
+{
+	u64 last = tp->rack.mstamp;
+
+	return last && tp->tcp_mstamp > last ? tp->tcp_mstamp - last : 0;
+}
+
 static __always_inline void copa_bpf_tx_start(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	u32 idle = (u32)bpf_jiffies64() - tp->lsndtime;
-	u32 hz = CONFIG_HZ ? CONFIG_HZ : 250;
-	u64 idle_us = (u64)idle * COPA_USEC_PER_SEC / hz;
+	u64 idle_us = copa_bpf_idle_us(tp);
 
 	tp->snd_cwnd = copa_on_tx_start(inet_csk_ca(sk), idle_us,
 					tp->srtt_us >> 3, tp->snd_cwnd,
