@@ -10,12 +10,16 @@ per-namespace sysctls of the flow's sender namespace:
 - copa_policer only: detect, loss_thresh, rate_tol, hold_rounds
   -> net.ipv4.tcp_copa_policer.<key>
 
-The built-in algorithms (cubic, bbr, vegas, reno) take no parameters.
+The built-in algorithms (cubic, bbr, vegas, reno) take no parameters,
+nor does the BPF build (bpf_copa, bpf_copa_pol), which the lab builds and
+registers on first use and which runs with its global defaults
+(``scripts/copa-bpf set``; Documentation/bpf.rst).
 """
 
 from dataclasses import dataclass
 
-ALGORITHMS = ("cubic", "bbr", "vegas", "reno", "copa", "copa_policer")
+ALGORITHMS = ("cubic", "bbr", "vegas", "reno", "copa", "copa_policer",
+              "bpf_copa", "bpf_copa_pol")
 
 
 # The modules' own ranges (struct copa_tunable in tcp_copa.c and

@@ -6,7 +6,8 @@ The guest builds bpf/tcp_copa.bpf.o against its own kernel's BTF
 (/sys/kernel/btf/vmlinux; the Makefile reads the cong_control signature
 and the tx-start hook from it), in a scratch copy of bpf/ and
 tcp_copa_algo.h (the repository is read-only in the guest), registers it
-with scripts/copa-bpf (bpftool struct_ops register), and then:
+with scripts/copa-bpf (bpftool struct_ops register), all through
+copa_eval.bpf as copa-eval's lab does for a bpf_copa flow, and then:
 
 - bpf_and_module_alike: one bpf_copa flow and, in a second run, one flow
   of the module's copa on a 12 Mbit/s, 40 ms link with a 2 BDP FIFO.
@@ -30,92 +31,34 @@ kernel through tests/smoke.
 
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")]
 
+from copa_eval import bpf  # noqa: E402
 from copa_eval.lab import Flow, Link  # noqa: E402
 from ksft import KsftSkipEx, ksft_eq, ksft_ge, ksft_pr, \
     ksft_run  # noqa: E402
 from test_copa_link import run_once, throughput  # noqa: E402
 
-OLDEST = (6, 0)                 # struct_ops CCs may set sk_pacing_rate
-VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
-COPA_BPF = os.path.join(ROOT, "scripts", "copa-bpf")
-NAMES = ("bpf_copa", "bpf_copa_pol")
 LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=2)
 RUN_S = 20
 MIN_UTIL = 0.85
 MAX_QUEUE_SHARE = 0.25          # of the FIFO's delay, p95
 GOODPUT_TOL = 0.10              # |bpf / module - 1|
 
-_build = {}
-
-
-def kernel_version():
-    rel = os.uname().release.split("-")[0].split("+")[0]
-    return tuple(int(x) for x in rel.split(".")[:2])
-
-
-def why_unsupported():
-    if kernel_version() < OLDEST:
-        return (f"kernel {os.uname().release} is older than "
-                f"{OLDEST[0]}.{OLDEST[1]}: a BPF congestion control cannot "
-                f"pace there")
-    if not os.path.exists(VMLINUX_BTF):
-        return f"no {VMLINUX_BTF}"
-    for tool in ("clang", "bpftool", "make"):
-        if not shutil.which(tool):
-            return f"no {tool} in the guest (scripts/deps bpf on the host)"
-    return None
-
-
-def copa_bpf(*args, obj=None, check=True):
-    env = dict(os.environ)
-    if obj:
-        env["COPA_BPF_OBJ"] = obj
-    r = subprocess.run([sys.executable, COPA_BPF, *args], env=env,
-                       capture_output=True, text=True, check=False)
-    if check and r.returncode:
-        raise RuntimeError(f"copa-bpf {' '.join(args)}: {r.stderr.strip()}")
-    return r
-
-
-def available():
-    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
-        return f.read().split()
-
 
 def build_and_register():
-    """Build against this kernel's BTF in a scratch dir and register
-    both names, once."""
-    if "obj" in _build:
-        return _build["obj"]
-    why = why_unsupported()
+    """Build against this kernel's BTF and register both names, once
+    (copa_eval.bpf); skip where the BPF build cannot run."""
+    why = bpf.unsupported_reason()
     if why:
         raise KsftSkipEx(why)
-    work = tempfile.mkdtemp(prefix="copa-bpf-")
-    shutil.copytree(os.path.join(ROOT, "bpf"), os.path.join(work, "bpf"),
-                    ignore=shutil.ignore_patterns("*.o", "vmlinux.h",
-                                                  "features.h"))
-    shutil.copy(os.path.join(ROOT, "tcp_copa_algo.h"), work)
-    r = subprocess.run(["make", "-s", "-C", os.path.join(work, "bpf"),
-                        "tcp_copa.bpf.o", f"VMLINUX_BTF={VMLINUX_BTF}"],
-                       capture_output=True, text=True, check=False)
-    if r.returncode:
-        raise RuntimeError(f"make bpf in the guest failed:\n{r.stdout}"
-                           f"{r.stderr}")
-    obj = os.path.join(work, "bpf", "tcp_copa.bpf.o")
-    copa_bpf("unregister", check=False)
-    copa_bpf("register", obj=obj)
-    _build["obj"] = obj
-    ksft_pr(f"built and registered {obj} for {os.uname().release}")
-    return obj
+    obj = bpf.ensure_registered()
+    if obj:
+        ksft_pr(f"built and registered {obj} for {os.uname().release}")
 
 
 def bpf_and_module_alike():
@@ -141,7 +84,7 @@ def bpf_and_module_alike():
 def bpf_flow_table():
     """copa-bpf flows saw the bpf_copa flow, with the default delta."""
     build_and_register()
-    flows = json.loads(copa_bpf("flows", "--json").stdout)
+    flows = json.loads(bpf.copa_bpf("flows", "--json").stdout)
     ksft_pr(f"copa_flows: {flows}")
     seen = [f for f in flows if f["delta"] == 500 and f["rounds"] > 0]
     ksft_ge(len(seen), 1, "a flow with delta 0.5 and rounds in copa_flows")
@@ -150,13 +93,10 @@ def bpf_flow_table():
 def unregister():
     """Unregistering takes both names off the available list."""
     build_and_register()
-    copa_bpf("unregister")
-    left = [n for n in NAMES if n in available()]
+    bpf.copa_bpf("unregister")
+    left = [n for n in bpf.NAMES if n in bpf.available()]
     ksft_eq(left, [], "registered after unregister")
 
 
 if __name__ == "__main__":
-    try:
-        ksft_run([bpf_and_module_alike, bpf_flow_table, unregister])
-    finally:
-        copa_bpf("unregister", check=False)
+    ksft_run([bpf_and_module_alike, bpf_flow_table, unregister])

@@ -41,7 +41,7 @@ import socket
 import struct
 import subprocess
 
-from .. import netlink
+from .. import bpf, netlink
 from .config import FRAME_BYTES, LabError, Link, LinkError, fifo_bytes, \
     require
 
@@ -145,8 +145,15 @@ def available_cc():
 
 
 def ensure_cc(name):
-    """Load tcp_<name> if needed; LabError if the algorithm is missing."""
+    """Load tcp_<name>, or register the BPF build for bpf_copa and
+    bpf_copa_pol, if needed; LabError if the algorithm is missing."""
     if name in available_cc():
+        return
+    if name in bpf.NAMES:
+        try:
+            bpf.ensure_registered()
+        except bpf.BpfError as exc:
+            raise LabError(f"congestion control {name!r}: {exc}") from exc
         return
     run_cmd(["modprobe", "-q", f"tcp_{name}"], check=False)
     if name not in available_cc():

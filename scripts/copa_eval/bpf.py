@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The BPF build of Copa (bpf_copa, bpf_copa_pol) on the running kernel.
+
+``ensure_registered()`` builds ``bpf/tcp_copa.bpf.o`` against the running
+kernel's BTF in a scratch directory (the repository may be read-only, as
+it is in the VM, and its ``bpf/`` may hold an object for another kernel),
+registers both names with ``scripts/copa-bpf`` (bpftool struct_ops) and,
+if it registered them, unregisters them when the process exits. The lab
+calls it for flows of either name; ``tests/vm/test_bpf_copa.py`` too.
+"""
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+COPA_BPF = os.path.join(ROOT, "scripts", "copa-bpf")
+NAMES = ("bpf_copa", "bpf_copa_pol")
+OLDEST = (6, 0)         # a struct_ops congestion control may pace from 6.0
+VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
+
+_state = {}
+
+
+class BpfError(RuntimeError):
+    """The BPF build cannot run here, or building or registering failed."""
+
+
+def kernel_version(release=None):
+    """(major, minor) of a kernel release such as 6.12.117+deb13-amd64."""
+    rel = (release or os.uname().release).split("-")[0].split("+")[0]
+    return tuple(int(x) for x in rel.split(".")[:2])
+
+
+def unsupported_reason():
+    """Why the BPF build cannot run on this kernel or host, or None."""
+    if kernel_version() < OLDEST:
+        return (f"kernel {os.uname().release} is older than "
+                f"{OLDEST[0]}.{OLDEST[1]}: a BPF congestion control cannot "
+                f"pace there")
+    if not os.path.exists(VMLINUX_BTF):
+        return f"no {VMLINUX_BTF}"
+    for tool in ("clang", "bpftool", "make"):
+        if not shutil.which(tool):
+            return f"no {tool} (scripts/deps bpf installs it)"
+    return None
+
+
+def available():
+    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+        return f.read().split()
+
+
+def copa_bpf(*args, obj=None, check=True):
+    """Run scripts/copa-bpf; BpfError with its message if it fails."""
+    env = dict(os.environ)
+    if obj:
+        env["COPA_BPF_OBJ"] = obj
+    r = subprocess.run([sys.executable, COPA_BPF, *args], env=env,
+                       capture_output=True, text=True, check=False)
+    if check and r.returncode:
+        raise BpfError(f"copa-bpf {' '.join(args)}: {r.stderr.strip()}")
+    return r
+
+
+def build():
+    """Build tcp_copa.bpf.o for the running kernel in a scratch directory
+    (removed at exit); return its path."""
+    why = unsupported_reason()
+    if why:
+        raise BpfError(why)
+    work = tempfile.mkdtemp(prefix="copa-bpf-")
+    atexit.register(shutil.rmtree, work, True)
+    shutil.copytree(os.path.join(ROOT, "bpf"), os.path.join(work, "bpf"),
+                    ignore=shutil.ignore_patterns("*.o", "vmlinux.h",
+                                                  "features.h"))
+    shutil.copy(os.path.join(ROOT, "tcp_copa_algo.h"), work)
+    r = subprocess.run(["make", "-s", "-C", os.path.join(work, "bpf"),
+                        "tcp_copa.bpf.o", f"VMLINUX_BTF={VMLINUX_BTF}"],
+                       capture_output=True, text=True, check=False)
+    if r.returncode:
+        raise BpfError(f"make bpf failed:\n{r.stdout}{r.stderr}")
+    return os.path.join(work, "bpf", "tcp_copa.bpf.o")
+
+
+def ensure_registered():
+    """Make bpf_copa and bpf_copa_pol available; return the object
+    registered, or None if they already were (then they stay)."""
+    if all(name in available() for name in NAMES):
+        return _state.get("obj")
+    obj = build()
+    copa_bpf("unregister", check=False)
+    copa_bpf("register", obj=obj)
+    _state["obj"] = obj
+    atexit.register(copa_bpf, "unregister", check=False)
+    return obj
