@@ -16,8 +16,8 @@ copa_eval.bpf as copa-eval's lab does for a bpf_copa flow, and then:
   MAX_QUEUE_SHARE of the FIFO's (a buffer-filler holds it near the
   whole FIFO), and the BPF build's goodput is within GOODPUT_TOL of the
   module's (one 20 s run each; the same algorithm source, so what
-  differs is the glue and the run's noise: the equivalence over five
-  runs each is `make bench`'s job, see Documentation/bpf.rst).
+  differs is the glue and the run's noise; five runs each on 6.12 with
+  copa-eval are in Documentation/bpf.rst).
 - bpf_flow_table: copa-bpf flows lists the flow with its delta and
   rounds.
 - unregister: copa-bpf unregister takes both names off the list.
