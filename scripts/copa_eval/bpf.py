@@ -30,9 +30,9 @@ class BpfError(RuntimeError):
     """The BPF build cannot run here, or building or registering failed."""
 
 
-def kernel_version(release=None):
-    """(major, minor) of a kernel release such as 6.12.117+deb13-amd64."""
-    rel = (release or os.uname().release).split("-")[0].split("+")[0]
+def kernel_version():
+    """(major, minor) of the running kernel, e.g. 6.12.117+deb13-amd64."""
+    rel = os.uname().release.split("-")[0].split("+")[0]
     return tuple(int(x) for x in rel.split(".")[:2])
 
 
@@ -51,6 +51,7 @@ def unsupported_reason():
 
 
 def available():
+    """The congestion controls the stack offers now."""
     with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
         return f.read().split()
 

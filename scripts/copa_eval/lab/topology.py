@@ -139,9 +139,7 @@ def _ms(value):
     return f"{value:.3f}ms"
 
 
-def available_cc():
-    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
-        return f.read().split()
+available_cc = bpf.available   # what the stack offers now
 
 
 def ensure_cc(name):
