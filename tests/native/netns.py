@@ -1,16 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0
 """Helpers for the native (host kernel) tests and scripts/bpf-bench: veth
-namespaces, iperf3, copa-bpf, dmesg. Every address used is inside the
+namespaces, iperf3, dmesg; copa-bpf and the checks of kernel, BTF and
+build tools are copa_eval.bpf's. Every address used is inside the
 namespaces created here (198.18.0.0/15, the benchmarking range)."""
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COPA_BPF = os.path.join(ROOT, "scripts", "copa-bpf")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from copa_eval import bpf  # noqa: E402
+from copa_eval.bpf import copa_bpf  # noqa: E402
+
 CGROUP2 = next((p for p in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
                 if os.path.exists(os.path.join(p, "cgroup.subtree_control"))),
                None)
@@ -22,20 +27,18 @@ def run(*cmd, check=True, **kw):
                           capture_output=True, **kw)
 
 
-def copa_bpf(*args, check=True):
-    return run(COPA_BPF, *args, check=check)
-
-
 def struct_ops_unavailable():
     """None if this host can run BPF struct_ops congestion controls, else
-    the reason."""
+    the reason: root, copa_eval.bpf's checks (kernel, BTF, build tools),
+    the tools the flows use and the kernel's struct_ops."""
     if os.geteuid() != 0:
         return "needs root"
-    for tool in ("bpftool", "clang", "iperf3", "ip", "tc"):
+    why = bpf.unsupported_reason()
+    if why:
+        return why
+    for tool in ("iperf3", "ip", "tc"):
         if not shutil.which(tool):
             return f"{tool} not installed (scripts/deps bpf)"
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "kernel has no BTF (/sys/kernel/btf/vmlinux)"
     kallsyms = open("/proc/kallsyms").read()
     if " bpf_tcp_ca_init" not in kallsyms and "bpf_tcp_congestion_ops" not in kallsyms:
         return "kernel lacks BPF struct_ops tcp_congestion_ops"
