@@ -1046,9 +1046,8 @@ static inline void copa_restart(struct copa *ca, u32 cwnd, u32 delivered)
 	ca->cwnd_acc = 0;
 	ca->hold_rate = 0;
 	ca->limit_rounds = 0;
-	ca->limit_rate = 0;
+	copa_forget_limit(ca);
 	ca->limit_held = 0;
-	ca->probing = 0;
 	ca->round_drop = 0;
 	ca->loss_lost = 0;
 	ca->loss_delivered = 0;
