@@ -22,15 +22,19 @@ def test_shipped_bench_has_the_repeated_demo_link_and_large_bdp():
     large = plan["large-bdp"]
     assert (large.duration_s, large.measure_from_s) == (60, 30)
     assert [v.spec for v in large.variants] == ["cubic", "bbr", "copa"]
-    assert all(s.repeats == 1 for n, s in plan.items() if n != "demo")
+    repeated = {"demo", "policer", "policer-4of20", "policer-6of30"}
+    assert all(s.repeats == 3 for n, s in plan.items()
+               if n.startswith("policer"))
+    assert all(s.repeats == 1 for n, s in plan.items() if n not in repeated)
 
 
-def test_shipped_bench_fits_in_about_55_minutes():
+def test_shipped_bench_fits_in_about_75_minutes():
     from copa_eval import runner
     # per run: its duration plus ~15 s of set-up and teardown under TCG
+    # (an upper bound: the 53-minute estimate of 2026-11-23 took 44)
     seconds = sum(len(runner.plan(s)) * (s.duration_s + 15)
                   for s in cli.bench_plan())
-    assert seconds / 60 <= 55
+    assert seconds / 60 <= 75
 
 
 def test_entry_repeats_and_variants(tmp_path):
