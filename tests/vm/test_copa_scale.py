@@ -16,15 +16,16 @@ rate (one flow: its own queue); the srtt-based figure is printed beside it.
 - large_bdp_tracks_target: after slow start copa's cwnd keeps moving
   with the target rather than standing still or being pinned at a clamp:
   the copa_update tracepoint shows at least MIN_DISTINCT_CWND distinct
-  cwnd values (a frozen or clamped cwnd shows one; a CI run of 1a89d63
-  showed 13, cwnd within 1971 to 1983 around a BDP of 1982, which failed
-  the earlier bound of 20: tracking closely also means few values) and
-  at least MIN_TURNS direction changes (up to down or down to up,
-  counted on the sequence of cwnd values with repeats removed; a 5-round
-  sawtooth of 1 s rounds makes about 24 in 60 s; 18 in that run)
-  after SETTLE_S, its median is within MEDIAN_TOL of the window Copa
-  aims at (BDP + 1/delta = 2 packets), and cwnd stays within a factor
-  CWND_SPAN of the BDP (no runaway, no collapse).
+  cwnd values and at least MIN_TURNS direction changes (up to down or
+  down to up, counted on the sequence of cwnd values with repeats
+  removed) after SETTLE_S. A frozen or clamped cwnd shows one value and
+  no turn. Seven runs of the algorithm of 1e163fe (five in one VM
+  boot at 1cd8eb0, a CI run at 1a89d63, one alone) measured 13 to 346
+  values (13: cwnd held within 1971 to 1983 around a BDP of 1982) and
+  8 to 25 turns (a 5-round sawtooth of 1 s rounds makes about 24 in
+  60 s), so the bounds are 5 and 4. Its median after SETTLE_S is within
+  MEDIAN_TOL of the window Copa aims at (BDP + 1/delta = 2 packets), and
+  cwnd stays within a factor CWND_SPAN of the BDP (no runaway, no collapse).
 
 Runtime: two 90 s flows plus set-up and parsing, about 3.5 minutes under
 TCG.
@@ -47,7 +48,7 @@ BDP_PKTS = LINK.bdp_bytes / FRAME_BYTES
 DELAY_RATIO = 0.10              # copa / cubic p95 queueing delay
 THROUGHPUT_RATIO = 0.90         # copa / cubic goodput
 MIN_DISTINCT_CWND = 5           # distinct cwnd values after SETTLE_S
-MIN_TURNS = 10                  # cwnd direction changes after SETTLE_S
+MIN_TURNS = 4                   # cwnd direction changes after SETTLE_S
 CWND_SPAN = 2.0                 # cwnd within [BDP / 2, 2 BDP]
 MEDIAN_TOL = 0.25               # median cwnd within 25% of BDP + 1/delta
 TRACE_KB = 32768                # per CPU: ~100k events of 90 s
