@@ -51,7 +51,6 @@
 #define COPA_RATE_TOL_PCT	12	/* ... at a rate within 12% ... */
 #define COPA_RATE_SLACK		500	/* ... or 500 bytes/s (4 kbit/s) ... */
 #define COPA_LIMIT_MAX_AGE	16	/* ... of one <= 16 rounds before */
-#define COPA_CARRIED_SLACK_PKTS	2	/* cwnd beyond the rate: + 2 packets */
 #define COPA_HOLD_ROUNDS	48	/* rounds to hold a detected limit */
 #define COPA_IDLE_MIN_US	(200 * COPA_USEC_PER_MSEC) /* idle: > srtt + this */
 #define COPA_RATE_MAX_PKTS	0x4000000U /* 2^26 a round: bytes*1e6 fit u64 */
@@ -642,19 +641,14 @@ static inline bool copa_rates_agree(const struct copa *ca, u32 rate)
 /*
  * Did the window that sent the round ending now, @cwnd (the window at its
  * start), exceed the window of the limited round before by more than
- * twice rate_tol %, or what @rate fills in RTTstanding by as much plus
- * COPA_CARRIED_SLACK_PKTS? With the queue low, the delivery rate grows
- * with the window (less the random loss rate) unless a limit holds it:
- * the first is a plateau over rounds, the second a round that lost far
- * more than random loss does, a slow start's overshoot past a policer or
- * a probe past a hold. The packets cover what a round's whole ACKs do to
- * a small window (one packet is 6 % of 16: a window that lost 5 % at
- * random came within 27 % in the model); a percentage twice as large
- * instead kept a probe that lost a fifth of every round going for nine
- * rounds while 1/delta regrew (window 49 to 59 packets at a 12 Mbit/s
- * policer, carrying 39 to 42: about 90 packets lost, VM). Against the
- * rate of the last hold, which a limit already confirmed, half of each
- * percentage suffices.
+ * twice rate_tol %, or what @rate fills in RTTstanding by more than four
+ * times rate_tol %? With the queue low, the delivery rate grows with the
+ * window (less the random loss rate) unless a limit holds it: the first
+ * is a plateau over rounds, the second a round that lost far more than
+ * random loss does, a slow start's overshoot past a policer (a small
+ * window that lost 5% at random came within 27% in the model: one packet
+ * is 6% of 16). Against the rate of the last hold, which a limit already
+ * confirmed, half of each suffices.
  */
 static inline bool copa_cwnd_beyond(const struct copa *ca,
 				    const struct copa_ack *ack, u32 cwnd,
@@ -665,8 +659,7 @@ static inline bool copa_cwnd_beyond(const struct copa *ca,
 				     copa_win_min(&ca->rtt_standing));
 
 	return (u64)cwnd * 100 > (u64)(100 + tol) * ca->limit_cwnd ||
-	       (u64)cwnd * 100 > (u64)(100 + tol) * carried +
-				  100 * COPA_CARRIED_SLACK_PKTS;
+	       (u64)cwnd * 100 > (u64)(100 + 2 * tol) * carried;
 }
 
 /*

@@ -1354,7 +1354,7 @@ static bool fname(char *out, size_t len)				\
 
 LOSS_CASE(policer_4_on_20_mbit, "police 4 on 20/40", 0.95, 0.03)
 LOSS_CASE(policer_100_on_1000_mbit, "police 100 on 1000/40", 0.95, 0.03)
-LOSS_CASE(policer_12_on_24_mbit, "police 12 on 24/40", 0.95, 0.008)
+LOSS_CASE(policer_12_on_24_mbit, "police 12 on 24/40", 0.95, 0.012)
 LOSS_CASE(random_loss_5pct, "loss 5% 12/50", 0.9, 0.06)
 LOSS_CASE(random_loss_1pct_1000_mbit, "loss 1% 1000/40", 0.9, 0.015)
 LOSS_CASE(fifo_1_pkt, "fifo 1 pkt 12/40", 0.95, 0.015)
