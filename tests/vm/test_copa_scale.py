@@ -19,11 +19,12 @@ rate (one flow: its own queue); the srtt-based figure is printed beside it.
   cwnd values and at least MIN_TURNS direction changes (up to down or
   down to up, counted on the sequence of cwnd values with repeats
   removed) after SETTLE_S. A frozen or clamped cwnd shows one value and
-  no turn. Seven runs of the algorithm of 1e163fe (five in one VM
-  boot at 1cd8eb0, a CI run at 1a89d63, one alone) measured 13 to 346
-  values (13: cwnd held within 1971 to 1983 around a BDP of 1982) and
-  8 to 25 turns (a 5-round sawtooth of 1 s rounds makes about 24 in
-  60 s), so the bounds are 5 and 4. Its median after SETTLE_S is within
+  no turn. Runs of the algorithm of 1e163fe (five in one VM boot at
+  1cd8eb0, a CI run at 1a89d63, one alone) measured 13 to 346 values
+  in the six whose count was kept (13: cwnd held within 1971 to 1983
+  around a BDP of 1982) and 8 to 25 turns in all seven (a 5-round
+  sawtooth of 1 s rounds makes about 24 in 60 s), so the bounds are 5
+  and 4. Its median after SETTLE_S is within
   MEDIAN_TOL of the window Copa aims at (BDP + 1/delta = 2 packets), and
   cwnd stays within a factor CWND_SPAN of the BDP (no runaway, no collapse).
 
