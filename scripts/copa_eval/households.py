@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Household link profiles from the FCC Measuring Broadband America data.
 
-The CSV (../shared/data/digitaldivide/household-internet-data.csv, MIT
+The CSV (data/digitaldivide/household-internet-data.csv, MIT
 licensed) has one row per measured household. Units: medianDown and
 medianUp in bytes/s, medianLatency in microseconds, monthly.charge in USD.
 A unit_id that repeats (several years) is taken from its last row.

@@ -390,7 +390,7 @@ def _household_cases(chk, data, base, templates, max_rate):
     spec = chk.table("households", data.get("households", {}))
     chk.unknown("households.", spec, {"csv", "units", "per_group", "seed",
                                       "groups", "directions", "buffer_bdp"})
-    csv_path = spec.get("csv", "../shared/data/digitaldivide/"
+    csv_path = spec.get("csv", "data/digitaldivide/"
                         "household-internet-data.csv")
     if not os.path.isabs(csv_path):
         csv_path = os.path.normpath(os.path.join(ROOT, csv_path))

@@ -8,8 +8,8 @@ from copa_eval import households as hh
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures",
                        "households.csv")
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
-                      "data", "digitaldivide", "household-internet-data.csv")
+SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "data",
+                       "digitaldivide", "household-internet-data.csv")
 
 
 def test_unit_conversion():
@@ -75,9 +75,8 @@ def test_missing_column_is_reported(tmp_path):
         hh.load(str(bad))
 
 
-@pytest.mark.skipif(not os.path.exists(SHARED), reason="no ../shared data")
-def test_shared_dataset():
-    table = hh.load(SHARED)
+def test_shipped_dataset():
+    table = hh.load(SHIPPED)
     assert 6000 < len(table) < 8119          # duplicates collapsed
     groups = {h.group for h in table.values()}
     assert {g for g, _, _ in hh.PRICE_GROUPS} <= groups
@@ -106,9 +105,8 @@ def test_sampling_rejects_an_unknown_group():
         hh.sample_per_group(hh.load(FIXTURE), 1, seed=1, groups=["cheap"])
 
 
-@pytest.mark.skipif(not os.path.exists(SHARED), reason="no ../shared data")
-def test_cheap_groups_of_the_shared_dataset_are_reproducible():
-    table = hh.load(SHARED)
+def test_cheap_groups_of_the_shipped_dataset_are_reproducible():
+    table = hh.load(SHIPPED)
     a = hh.sample_per_group(table, 3, 1, ["$0-30", "$30-40"])
     assert a == hh.sample_per_group(table, 3, 1, ["$0-30", "$30-40"])
     assert [h.group for h in a] == ["$0-30"] * 3 + ["$30-40"] * 3
