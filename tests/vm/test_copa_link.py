@@ -12,7 +12,8 @@ iperf3 flow of scripts/copa_eval/lab sampled through sock_diag.
   RTTmin was kept while competitive (copa_rtt_min_keep_half), its 10 s
   window expired onto cubic's queue at 10 s and shares were 0.20 to 0.49
   over twenty runs of four builds, 0.247 to 0.259 in four traced runs;
-  with it, eight runs (two builds) gave 0.359 to 0.460.
+  with it, eight runs (two builds) gave 0.359 to 0.460, a CI run 0.430,
+  and a 120 s run 0.513.
 - random_loss: 1% random loss on a 20 Mbit/s, 40 ms link. Copa alone moves
   at least twice CUBIC's throughput alone (losses with the queue low are
   not congestion to Copa; CUBIC halves on every loss).
