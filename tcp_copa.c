@@ -21,11 +21,7 @@
  * about once every five rounds. When the queue has not nearly emptied for
  * five rounds, a buffer-filler shares the bottleneck: competitive mode then
  * grows 1/delta by one per round and halves it on a round with a loss or
- * an ECN mark, never letting delta exceed the configured value. As the
- * buffer-filler's queue never drains, RTTmin's window is 10 minutes while
- * competitive (LEDBAT's base-delay history): a 10 s window would take its
- * queue for propagation delay. A longer route also looks like a standing
- * queue, and waits out those 10 minutes.
+ * an ECN mark, never letting delta exceed the configured value.
  *
  * Losses are told apart by the queue they come with. A loss with a
  * standing queue (over twice Copa's own target and over RTTmin / 4) is a

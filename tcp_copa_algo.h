@@ -26,7 +26,6 @@
 #define COPA_USEC_PER_SEC	1000000U
 #define COPA_RTT_MIN_WIN_US	(10 * COPA_USEC_PER_SEC) /* RTTmin window, */
 #define COPA_RTT_MIN_WIN_RTTS	20	/* ... or this many RTTmin if longer */
-#define COPA_RTT_MIN_HOLD_US	(600 * COPA_USEC_PER_SEC) /* ... while competing */
 #define COPA_EMPTY_ROUNDS	5	/* queue not empty this long: compete */
 #define COPA_EMPTY_SLACK_US	100	/* "nearly empty" floor, us */
 #define COPA_VELOCITY_ROUNDS	3	/* same-direction rounds before v grows */
@@ -309,24 +308,6 @@ static inline u32 copa_rtt_min_half(const struct copa *ca)
 	return clamp_t(u64, win, COPA_RTT_MIN_WIN_US, U32_MAX / 2) / 2;
 }
 
-/*
- * In competitive mode a buffer-filler's queue never drains (cubic in a
- * 2 BDP FIFO keeps at least a BDP queued), so every sample of a fresh
- * window is queued: the 10 s window expired onto cubic's queue, dq read
- * 0, competitive mode ended and Copa's window collapsed to 2-4 packets
- * (a quarter of the link). While competitive, the window is 10 minutes
- * instead, LEDBAT's base-delay history (RFC 6817) for the same reason.
- * A path whose base RTT grew looks the same, so this bounds how long a
- * stale RTTmin lasts: 5 to 10 minutes of competitive mode, after which
- * the window holds only samples of the new path.
- */
-static inline u32 copa_rtt_min_keep_half(const struct copa *ca)
-{
-	u32 half = copa_rtt_min_half(ca);
-
-	return ca->competitive ? max(half, COPA_RTT_MIN_HOLD_US / 2) : half;
-}
-
 static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 {
 	u32 now = (u32)ack->now_us;
@@ -336,8 +317,7 @@ static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 	if (!copa_rtt_usable(ack->rtt_us))
 		return;
 	rtt = ack->rtt_us;
-	copa_win_min_update(&ca->rtt_min, now, copa_rtt_min_keep_half(ca),
-			    rtt);
+	copa_win_min_update(&ca->rtt_min, now, copa_rtt_min_half(ca), rtt);
 	copa_win_min_update(&ca->rtt_standing, now, srtt / 4, rtt);
 	/* Delayed ACKs inflate samples: keep them out of the spread. */
 	if (!ack->ack_delayed)
