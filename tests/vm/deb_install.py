@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""The Debian package tcp-copa-dkms, installed in the VM with dpkg -i.
+"""The Debian packages tcp-copa-dkms and copa-tools, installed in the VM
+with one dpkg -i, as an operator would.
 
 Not a test_*.py: it takes minutes under TCG (DKMS compiles the modules in
 the guest and depmod reads the whole module tree over 9p, twice), so
 make check leaves it out and CI runs it on its own after make deb:
 
     make deb
-    scripts/vm-run --no-load -- tests/run-vm --timeout 900 tests/vm/deb_install.py
+    scripts/vm-run --timeout 900 -- tests/run-vm --timeout 800 tests/vm/deb_install.py
 
 The guest's /usr, /var and /etc are overlays, so dpkg and DKMS write
 there as on a real machine and nothing reaches the host. The modules that
 vm-run installed are taken away first, so that modprobe can only find
-the ones DKMS built. Checks: the package installs (postinst: dkms add,
-build, install), the modules land in updates/dkms with VERSION as their
-version, modprobe tcp_copa works, copa is selected through the sysctl
-for a new connection, and dpkg -r removes the modules again.
+the ones DKMS built. Checks: both packages install together (no file in
+both; tcp-copa-dkms's postinst: dkms add, build, install), the modules
+land in updates/dkms with VERSION as their version, modprobe tcp_copa
+works, copa is selected through the sysctl for a new connection, the
+packaged copa-eval (/usr/bin) runs and lists the scenarios of the source
+tree, and dpkg -r of both removes the modules and copa-eval again.
 """
 
 import glob
@@ -29,21 +32,24 @@ from ksft import (KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_in, ksft_pr,
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 VERSION = open(os.path.join(ROOT, "VERSION")).read().strip()
-DEB = os.path.join(ROOT, "deb", f"tcp-copa-dkms_{VERSION}_all.deb")
+DEBS = [os.path.join(ROOT, "deb", f"{pkg}_{VERSION}_all.deb")
+        for pkg in ("tcp-copa-dkms", "copa-tools")]
+EVAL = "/usr/bin/copa-eval"
 MODDIR = f"/lib/modules/{os.uname().release}"
 PORT = 5601
 
 
-def dpkg_install_modprobe_select_remove():
-    if not os.path.exists(DEB):
-        raise KsftSkipEx(f"no {DEB}: run make deb")
+def dpkg_install_modprobe_select_eval_remove():
+    for deb in DEBS:
+        if not os.path.exists(deb):
+            raise KsftSkipEx(f"no {deb}: run make deb")
     if not os.path.exists(f"{MODDIR}/build/Makefile"):
         raise KsftSkipEx("no kernel headers for the guest's kernel")
     unload_copa()
     for ko in glob.glob(f"{MODDIR}/updates/copa/*.ko"):
         os.unlink(ko)
 
-    proc = cmd(["dpkg", "-i", DEB], timeout=900)
+    proc = cmd(["dpkg", "-i", *DEBS], timeout=900)
     ksft_pr("\n".join(proc.stdout.splitlines()[-12:]))
     status = cmd(["dkms", "status", "tcp-copa"]).stdout.strip()
     ksft_pr(f"dkms status: {status}")
@@ -69,10 +75,18 @@ def dpkg_install_modprobe_select_remove():
                                 ns=ns)
     ksft_eq(flow["cc"], "copa", "the default from the sysctl selects copa")
 
+    ksft_eq(cmd([EVAL, "--version"]).stdout.strip(), f"copa-eval {VERSION}")
+    listed = cmd([EVAL, "list"]).stdout
+    ksft_pr(f"{EVAL} list:\n{listed}")
+    ksft_eq(listed, cmd([os.path.join(ROOT, "scripts", "copa-eval"),
+                         "list"]).stdout,
+            "the packaged copa-eval lists the source tree's scenarios")
+
     unload_copa()
-    cmd(["dpkg", "-r", "tcp-copa-dkms"], timeout=600)
+    cmd(["dpkg", "-r", "tcp-copa-dkms", "copa-tools"], timeout=600)
     left = glob.glob(f"{MODDIR}/updates/dkms/tcp_copa*")
     ksft_eq(left, [], "dpkg -r removes the modules")
+    ksft_true(not os.path.lexists(EVAL), f"dpkg -r removes {EVAL}")
 
 
-ksft_run([dpkg_install_modprobe_select_remove])
+ksft_run([dpkg_install_modprobe_select_eval_remove])
