@@ -7,8 +7,9 @@
  * algorithm's description.
  *
  * The includer provides the kernel's basic types (u8 ... u64, s32, s64,
- * bool), min(), max(), min_t(), max_t(), clamp_t(), div_u64() and
- * div64_u64(). Nothing here sleeps, allocates or reads the clock.
+ * bool), min(), max(), min_t(), max_t(), clamp_t(), div_u64(),
+ * div64_u64() and hweight8(). Nothing here sleeps, allocates or reads the
+ * clock.
  *
  * Fixed point: cwnd targets and 1/delta are in units of 1/COPA_UNIT
  * packet ("COPA_UNIT scale"). Times are microseconds; windowed filters
@@ -249,11 +250,11 @@ static inline u32 copa_srtt(const struct copa_ack *ack)
  * Copa keeps outside competitive mode (copa_target_inv_delta). A
  * buffer-filler keeps more, and as it also squeezes Copa's window, srtt /
  * cwnd grows far past a bottleneck packet's time: the bound keeps that
- * from hiding it. Below a BDP of two packets,
- * Copa's floor of one packet is more than RTTmin / 2: on a 0.9 Mbit/s,
- * 14 ms up-link, where a packet takes 13 ms, that bound alone took
- * Copa's own packet for a competitor and competitive mode overflowed the
- * 2-packet FIFO (18% retransmitted against cubic's 7%).
+ * from hiding it. Below a BDP of two packets, Copa's floor of one packet
+ * is more than RTTmin / 2: on a 0.9 Mbit/s, 14 ms up-link, where a packet
+ * takes 13 ms, that bound alone took Copa's own packet for a competitor
+ * and competitive mode overflowed the 2-packet FIFO (18% retransmitted
+ * against cubic's 7%).
  */
 static inline u32 copa_own_queue_us(const struct copa *ca,
 				    const struct copa_ack *ack, u32 inv)
