@@ -8,7 +8,7 @@ the guest and depmod reads the whole module tree over 9p, twice), so
 make check leaves it out and CI runs it on its own after make deb:
 
     make deb
-    scripts/vm-run --timeout 900 -- tests/run-vm --timeout 800 tests/vm/deb_install.py
+    scripts/vm-run --timeout 1500 -- tests/run-vm --timeout 1400 tests/vm/deb_install.py
 
 The guest's /usr, /var and /etc are overlays, so dpkg and DKMS write
 there as on a real machine and nothing reaches the host. The modules that
