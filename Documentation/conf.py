@@ -18,4 +18,7 @@ man_pages = [
     ("man/copa-eval", "copa-eval",
      "compare congestion controls over emulated links",
      ["Copa for Linux developers"], 1),
+    ("man/copa-bpf", "copa-bpf",
+     "build, load and configure the BPF struct_ops build of TCP Copa",
+     ["Copa for Linux developers"], 8),
 ]

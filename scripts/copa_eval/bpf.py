@@ -3,10 +3,11 @@
 
 ``ensure_registered()`` builds ``bpf/tcp_copa.bpf.o`` against the running
 kernel's BTF in a scratch directory (the repository may be read-only, as
-it is in the VM, and its ``bpf/`` may hold an object for another kernel),
-registers both names with ``scripts/copa-bpf`` (bpftool struct_ops) and,
-if it registered them, unregisters them when the process exits. The lab
-calls it for flows of either name; ``tests/vm/test_bpf_copa.py`` too.
+it is in the VM, and its ``bpf/`` may hold an object for another kernel;
+``build()`` is also ``copa-bpf build``'s), registers both names with
+``scripts/copa-bpf`` (bpftool struct_ops) and, if it registered them,
+unregisters them when the process exits. The lab calls it for flows of
+either name; ``tests/vm/test_bpf_copa.py`` too.
 """
 
 import atexit
@@ -68,24 +69,30 @@ def copa_bpf(*args, obj=None, check=True):
     return r
 
 
-def build():
-    """Build tcp_copa.bpf.o for the running kernel in a scratch directory
-    (removed at exit); return its path."""
+def build(dest=None, targets=("tcp_copa.bpf.o",)):
+    """Build @targets (bpf/Makefile's) for the running kernel in @dest/bpf
+    and return that directory. Unless @dest is the source tree itself,
+    bpf/'s sources and tcp_copa_algo.h (which the Makefile reads as
+    ../tcp_copa_algo.h) are copied there first; None is a scratch
+    directory, removed at exit."""
     why = unsupported_reason()
     if why:
         raise BpfError(why)
-    work = tempfile.mkdtemp(prefix="copa-bpf-")
-    atexit.register(shutil.rmtree, work, True)
-    shutil.copytree(os.path.join(ROOT, "bpf"), os.path.join(work, "bpf"),
-                    ignore=shutil.ignore_patterns("*.o", "vmlinux.h",
-                                                  "features.h"))
-    shutil.copy(os.path.join(ROOT, "tcp_copa_algo.h"), work)
-    r = subprocess.run(["make", "-s", "-C", os.path.join(work, "bpf"),
-                        "tcp_copa.bpf.o", f"VMLINUX_BTF={VMLINUX_BTF}"],
+    if dest is None:
+        dest = tempfile.mkdtemp(prefix="copa-bpf-")
+        atexit.register(shutil.rmtree, dest, True)
+    work = os.path.join(dest, "bpf")
+    if os.path.realpath(dest) != os.path.realpath(ROOT):
+        shutil.copytree(os.path.join(ROOT, "bpf"), work, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.o", "vmlinux.h",
+                                                      "features.h"))
+        shutil.copy(os.path.join(ROOT, "tcp_copa_algo.h"), dest)
+    r = subprocess.run(["make", "-s", "-C", work, *targets,
+                        f"VMLINUX_BTF={VMLINUX_BTF}"],
                        capture_output=True, text=True, check=False)
     if r.returncode:
         raise BpfError(f"make bpf failed:\n{r.stdout}{r.stderr}")
-    return os.path.join(work, "bpf", "tcp_copa.bpf.o")
+    return work
 
 
 def ensure_registered():
@@ -93,7 +100,7 @@ def ensure_registered():
     registered, or None if they already were (then they stay)."""
     if all(name in available() for name in NAMES):
         return _state.get("obj")
-    obj = build()
+    obj = os.path.join(build(), "tcp_copa.bpf.o")
     copa_bpf("unregister", check=False)
     copa_bpf("register", obj=obj)
     _state["obj"] = obj

@@ -48,6 +48,21 @@ def pair(registered):
         yield p
 
 
+def test_build_into_state_dir(tmp_path, monkeypatch):
+    """copa-bpf build fills COPA_BPF_DIR (an installed copa-tools's
+    /var/lib/copa-tools) from the shipped sources; without the objects,
+    register fails with ENOENT and says to build."""
+    monkeypatch.setenv("COPA_BPF_DIR", str(tmp_path / "empty"))
+    r = copa_bpf("register", check=False)
+    assert r.returncode == errno.ENOENT
+    assert "run copa-bpf build" in r.stderr
+    monkeypatch.setenv("COPA_BPF_DIR", str(tmp_path / "state"))
+    copa_bpf("build")
+    for obj in ("tcp_copa.bpf.o", "copa_sockops.bpf.o"):
+        assert (tmp_path / "state" / "bpf" / obj).stat().st_size > 0
+    assert (tmp_path / "state" / "tcp_copa_algo.h").exists()
+
+
 def test_registered(registered):
     avail = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read()
     assert "bpf_copa" in avail.split()

@@ -18,12 +18,16 @@ both; tcp-copa-dkms's postinst: dkms add, build, install), the modules
 land in updates/dkms with VERSION as their version, modprobe tcp_copa
 works, copa is selected through the sysctl for a new connection, the
 packaged copa-eval (/usr/bin) runs and lists the scenarios of the source
-tree, and dpkg -r of both removes the modules and copa-eval again.
+tree, the packaged copa-bpf (/usr/sbin) builds the BPF objects from the
+sources copa-tools ships into /var/lib/copa-tools/bpf, registers
+bpf_copa, which a socket then runs, and unregisters it, and dpkg -P of
+both removes the modules, the tools and copa-bpf's objects again.
 """
 
 import glob
 import json
 import os
+import sys
 
 from ksft import (KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_in, ksft_pr,
                   ksft_run, ksft_true, module_loaded, setcc, sysctl_saved,
@@ -34,12 +38,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 VERSION = open(os.path.join(ROOT, "VERSION")).read().strip()
 DEBS = [os.path.join(ROOT, "deb", f"{pkg}_{VERSION}_all.deb")
         for pkg in ("tcp-copa-dkms", "copa-tools")]
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from copa_eval import bpf  # noqa: E402
+
 EVAL = "/usr/bin/copa-eval"
+COPA_BPF = "/usr/sbin/copa-bpf"
+BPF_STATE = "/var/lib/copa-tools"
 MODDIR = f"/lib/modules/{os.uname().release}"
 PORT = 5601
 
 
-def dpkg_install_modprobe_select_eval_remove():
+def dpkg_install_modprobe_select_eval_bpf_purge():
     for deb in DEBS:
         if not os.path.exists(deb):
             raise KsftSkipEx(f"no {deb}: run make deb")
@@ -67,12 +76,7 @@ def dpkg_install_modprobe_select_eval_remove():
     # default (others get EPERM); a namespace created then inherits it.
     with sysctl_saved("net.ipv4.tcp_congestion_control"):
         sysctl_set("net.ipv4.tcp_congestion_control", "copa")
-        with NetNS() as ns:
-            with bg(["tests/setcc", "--sink", "--bind", "127.0.0.1", PORT],
-                    ns=ns) as sink:
-                json.loads(sink.stdout.readline())  # {"listening": PORT}
-                (flow,) = setcc(["--bytes", 100000, "127.0.0.1", PORT],
-                                ns=ns)
+        flow = one_flow()
     ksft_eq(flow["cc"], "copa", "the default from the sysctl selects copa")
 
     ksft_eq(cmd([EVAL, "--version"]).stdout.strip(), f"copa-eval {VERSION}")
@@ -82,11 +86,43 @@ def dpkg_install_modprobe_select_eval_remove():
                          "list"]).stdout,
             "the packaged copa-eval lists the source tree's scenarios")
 
+    packaged_bpf_build()
+
     unload_copa()
-    cmd(["dpkg", "-r", "tcp-copa-dkms", "copa-tools"], timeout=600)
+    cmd(["dpkg", "-P", "tcp-copa-dkms", "copa-tools"], timeout=600)
     left = glob.glob(f"{MODDIR}/updates/dkms/tcp_copa*")
-    ksft_eq(left, [], "dpkg -r removes the modules")
-    ksft_true(not os.path.lexists(EVAL), f"dpkg -r removes {EVAL}")
+    ksft_eq(left, [], "dpkg -P removes the modules")
+    for path in (EVAL, COPA_BPF, BPF_STATE):
+        ksft_true(not os.path.lexists(path), f"dpkg -P removes {path}")
 
 
-ksft_run([dpkg_install_modprobe_select_eval_remove])
+def one_flow(cc=None):
+    """tcp_info of a 100 kB flow over loopback in a fresh namespace."""
+    with NetNS() as ns:
+        with bg(["tests/setcc", "--sink", "--bind", "127.0.0.1", PORT],
+                ns=ns) as sink:
+            json.loads(sink.stdout.readline())  # {"listening": PORT}
+            (flow,) = setcc([*(["--cc", cc] if cc else []), "--bytes",
+                             100000, "127.0.0.1", PORT], ns=ns)
+    return flow
+
+
+def packaged_bpf_build():
+    """copa-bpf, as installed, builds, registers and unregisters."""
+    why = bpf.unsupported_reason()
+    if why:
+        ksft_pr(f"copa-bpf not run: {why}")
+        return
+    ksft_pr(cmd([COPA_BPF, "build"], timeout=600).stdout.strip())
+    ksft_true(os.path.exists(f"{BPF_STATE}/bpf/tcp_copa.bpf.o"),
+              f"copa-bpf build writes {BPF_STATE}/bpf")
+    cmd([COPA_BPF, "register"])
+    try:
+        ksft_eq(one_flow("bpf_copa")["cc"], "bpf_copa",
+                "a socket runs the packaged bpf_copa")
+    finally:
+        cmd([COPA_BPF, "unregister"])
+    ksft_true("bpf_copa" not in bpf.available(), "unregistered")
+
+
+ksft_run([dpkg_install_modprobe_select_eval_bpf_purge])
