@@ -5,8 +5,7 @@
  *
  * Copa aims at a sending rate of 1/(delta * dq) packets per second, where
  * dq is the queueing delay: dq = RTTstanding - RTTmin. RTTmin is the
- * minimum RTT over 10 s (the propagation delay; 10 minutes in competitive
- * mode, below); RTTstanding is the minimum
+ * minimum RTT over 10 s (the propagation delay); RTTstanding is the minimum
  * RTT over the last srtt/2, which filters ACK jitter and delayed ACKs. In
  * window terms the target is RTTstanding / (delta * dq) packets. On every
  * ACK the window moves towards the target by v / (delta * cwnd) per packet
@@ -15,20 +14,14 @@
  * rather than dropped. The velocity v is 1 until cwnd has moved the same
  * way for three rounds; it then doubles every round, up to half a window
  * per round, and falls back to 1 when the direction flips. Slow start
- * doubles cwnd per round until the first "decrease" decision; for the
- * rest of that round and two more a decrease removes 3/4 of the measured
- * queue per round, so the overshoot drains as it lands. Packets are paced at
- * 2 * cwnd / RTTstanding.
+ * doubles cwnd per round until the first "decrease" decision. Packets are
+ * paced at 2 * cwnd / RTTstanding.
  *
  * A single flow keeps about 1/delta packets queued, and its queue empties
  * about once every five rounds. When the queue has not nearly emptied for
  * five rounds, a buffer-filler shares the bottleneck: competitive mode then
  * grows 1/delta by one per round and halves it on a round with a loss or
- * an ECN mark, never letting delta exceed the configured value. The mode
- * ends when the queue has nearly emptied twice in eight rounds (a lone
- * flow's does every few rounds, a buffer-filler's once per sawtooth) or
- * for five rounds in a row. Meanwhile RTTmin is kept: a buffer-filler's
- * queue never drains, and a 10 s window would take it for the path.
+ * an ECN mark, never letting delta exceed the configured value.
  *
  * Losses are told apart by the queue they come with. A loss with a
  * standing queue (over twice Copa's own target and over RTTmin / 4) is a
