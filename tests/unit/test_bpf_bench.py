@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: GPL-2.0
+"""scripts/bpf-bench --perf: which samples count for a congestion
+control."""
+import importlib.util
+import os
+from importlib.machinery import SourceFileLoader
+
+PATH = os.path.join(os.path.dirname(__file__), "..", "..", "scripts",
+                    "bpf-bench")
+LOADER = SourceFileLoader("bpf_bench", PATH)
+BENCH = importlib.util.module_from_spec(
+    importlib.util.spec_from_loader("bpf_bench", LOADER))
+LOADER.exec_module(BENCH)
+
+# perf script -F ip,sym: an empty header line, then one frame per line.
+SCRIPT = """
+\tffffffff82099ff0 bbr_update_model
+\tffffffff8209a100 bbr_main
+\tffffffff82011111 tcp_ack
+
+\tffffffff82011111 tcp_ack
+\tffffffff81000000 ip_rcv
+
+\tffffffffc0001000 bpf_prog_6deef7357e7b4530_copa_cong_control
+\tffffffffc0002000 bpf__tcp_congestion_ops_cong_control
+\tffffffff82011111 tcp_ack
+
+\tffffffff81234567 tcp_slow_start
+\tffffffff8209af80 cubictcp_cong_avoid
+\tffffffff82011111 tcp_ack
+"""
+
+
+def test_a_sample_counts_once_if_its_chain_passes_through_the_cc():
+    through = {cc: BENCH.samples_through(SCRIPT, frames)
+               for cc, frames in BENCH.CC_FRAMES.items()}
+    assert through == {"bbr": 1, "bpf_copa": 1, "cubic": 1}
+
+
+def test_the_last_sample_counts_without_a_trailing_blank_line():
+    assert BENCH.samples_through(SCRIPT.rstrip("\n"),
+                                 BENCH.CC_FRAMES["cubic"]) == 1
+    assert BENCH.samples_through("", BENCH.CC_FRAMES["bbr"]) == 0
