@@ -47,7 +47,8 @@ def unsupported_reason():
         return f"no {VMLINUX_BTF}"
     for tool in ("clang", "bpftool", "make"):
         if not shutil.which(tool):
-            return f"no {tool} (scripts/deps bpf installs it)"
+            return (f"no {tool} (apt install clang bpftool make; in a "
+                    f"source tree, scripts/deps bpf)")
     return None
 
 
