@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """scripts/vm-run quotes the guest command with printf %q: a repository
-path containing a quote and a space reaches the guest intact."""
+path containing a quote and a space reaches the guest intact; and a guest
+that panics is reported with the end of its kernel console."""
 import os
 import shutil
 import subprocess
@@ -28,3 +29,23 @@ def test_guest_command_survives_quotes_and_spaces(tmp_path):
     assert seen[0] == str(repo / "scripts" / "vm-run")
     assert seen[1:2] == ["--in-guest"]
     assert seen[3:] == ["1", "0"]    # load, install (--no-modules)
+
+
+def test_guest_panic_is_reported_with_its_console():
+    """A guest kernel that panics ends the VM with no output of its own
+    (panic=-1 reboots, qemu exits 255): vm-run prints the end of the
+    guest's kernel console, which names the cause, and removes its run
+    directory. This boots the VM kernel (about 15 s under TCG)."""
+    cache = os.environ.get("COPA_CACHE",
+                           os.path.expanduser("~/.cache/copa"))
+    runs = os.path.join(cache, "runs")
+    before = set(os.listdir(runs)) if os.path.isdir(runs) else set()
+    proc = subprocess.run(
+        [os.path.join(ROOT, "scripts", "vm-run"), "--no-modules",
+         "--timeout", "300", "--", "sh", "-c",
+         "echo c >/proc/sysrq-trigger; sleep 30"],
+        capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 255, proc.stderr
+    assert "the end of the guest kernel's console" in proc.stderr
+    assert "sysrq_handle_crash" in proc.stderr, proc.stderr
+    assert set(os.listdir(runs)) <= before, "vm-run left its run directory"
