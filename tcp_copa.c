@@ -3,25 +3,31 @@
  * Copa: practical delay-based congestion control (Arun and Balakrishnan,
  * NSDI 2018).
  *
- * Copa aims at a sending rate of 1/(delta * dq) packets per second, where
- * dq is the queueing delay: dq = RTTstanding - RTTmin. RTTmin is the
- * minimum RTT over 10 s (the propagation delay); RTTstanding is the minimum
- * RTT over the last srtt/2, which filters ACK jitter and delayed ACKs. In
- * window terms the target is RTTstanding / (delta * dq) packets. On every
- * ACK the window moves towards the target by v / (delta * cwnd) per packet
- * acknowledged; the fractions of a packet add up exactly, whatever the
- * window, because the division's remainder is carried from ACK to ACK
- * rather than dropped. The velocity v is 1 until cwnd has moved the same
- * way for three rounds; it then doubles every round, up to half a window
- * per round, and falls back to 1 when the direction flips. Slow start
- * doubles cwnd per round until the first "decrease" decision. Packets are
- * paced at 2 * cwnd / RTTstanding.
+ * Copa aims at a sending rate of 1/(delta * dq) packets per second, where dq
+ * is the queueing delay: dq = RTTstanding - RTTmin. RTTmin is the minimum
+ * RTT over 10 s (the propagation delay; 10 minutes in competitive mode,
+ * below); RTTstanding is the minimum RTT over the last srtt/2, which filters
+ * ACK jitter and delayed ACKs. In window terms the target is RTTstanding /
+ * (delta * dq) packets. On every ACK the window moves towards the target by
+ * v / (delta * cwnd) per packet acknowledged; the fractions of a packet add
+ * up exactly, whatever the window, because the division's remainder is
+ * carried from ACK to ACK rather than dropped. The velocity v is 1 until
+ * cwnd has moved the same way for three rounds; it then doubles every round,
+ * up to half a window per round, and falls back to 1 when the direction
+ * flips. Slow start doubles cwnd per round until the first "decrease"
+ * decision; for the rest of that round and two more a decrease removes 3/4
+ * of the measured queue per round, so the overshoot drains as it lands.
+ * Packets are paced at 2 * cwnd / RTTstanding.
  *
  * A single flow keeps about 1/delta packets queued, and its queue empties
  * about once every five rounds. When the queue has not nearly emptied for
  * five rounds, a buffer-filler shares the bottleneck: competitive mode then
  * grows 1/delta by one per round and halves it on a round with a loss or
- * an ECN mark, never letting delta exceed the configured value.
+ * an ECN mark, never letting delta exceed the configured value. The mode
+ * ends when the queue has nearly emptied twice in eight rounds (a lone
+ * flow's does every few rounds, a buffer-filler's once per sawtooth) or
+ * for five rounds in a row. Meanwhile RTTmin is kept: a buffer-filler's
+ * queue never drains, and a 10 s window would take it for the path.
  *
  * Losses are told apart by the queue they come with. A loss with a
  * standing queue (over twice Copa's own target and over RTTmin / 4) is a
@@ -39,9 +45,12 @@
  *
  * A loss with the queue low is a rate limit that drops instead of
  * queueing, or noise. Two such rounds that lose at least 1% at delivery
- * rates within 12% of each other, while cwnd grew by more than 24% (or
- * exceeds by 48% what the rate carries in RTTstanding), mean a limit: a
- * token-bucket policer, or a buffer shorter than Copa's target queue.
+ * rates within 12% of each other, while the part of cwnd the queue does
+ * not hold grew by more than 24% (or cwnd exceeds by 48% what the rate
+ * carries in RTTstanding), mean a limit: a token-bucket policer, or a
+ * buffer shorter than Copa's target queue. A full link with random loss
+ * or an AQM's drops also delivers a flat rate, but what cwnd adds there
+ * waits in the queue rather than being dropped.
  * Copa then holds the lower rate (the mean, when the earlier one was the
  * last hold's), paced, with a window of 1.5 times its BDP, for 48
  * rounds, twice as long (up to 255) after each probe that met the same

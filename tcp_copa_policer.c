@@ -5,16 +5,17 @@
  * Copa (tcp_copa.ko) tells losses apart by the queue they come with (see
  * tcp_copa.c): a loss with a standing queue is congestion; with the queue
  * low, two rounds that lose at the same delivery rate while the window
- * grew well past what that rate carries mean a limit that drops instead
- * of queueing, a token-bucket policer or a buffer shorter than Copa's
- * target queue, and Copa then holds that rate (paced, with a window of
- * 1.5 times its BDP) for hold_rounds rounds, twice as long after each
- * probe that met the same limit. tcp_copa.ko runs that detector with its
- * defaults; this module is the same algorithm, with the detector's
- * parameters as per-namespace sysctls under net.ipv4.tcp_copa_policer:
- * detect (0/1), loss_thresh (percent a round must lose, 1-100), rate_tol
- * (percent two rounds' rates may differ, 1-100) and hold_rounds (1-255).
- * Copa's own tunables (net.ipv4.tcp_copa) apply as well.
+ * (less what the queue holds) grew well past what that rate carries mean
+ * a limit that drops instead of queueing, a token-bucket policer or a
+ * buffer shorter than Copa's target queue, and Copa then holds that rate
+ * (paced, with a window of 1.5 times its BDP) for hold_rounds rounds,
+ * twice as long after each probe that met the same limit. tcp_copa.ko
+ * runs that detector with its defaults; this module is the same
+ * algorithm, with the detector's parameters as per-namespace sysctls
+ * under net.ipv4.tcp_copa_policer: detect (0/1), loss_thresh (percent a
+ * round must lose, 1-100), rate_tol (percent two rounds' rates may
+ * differ, 1-100) and hold_rounds (1-255). Copa's own tunables
+ * (net.ipv4.tcp_copa) apply as well.
  */
 
 /* <net/tcp.h> first: 5.10's generic.h needs struct net. */

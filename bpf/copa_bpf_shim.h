@@ -25,6 +25,12 @@
 #define max3(a, b, c)		max(max(a, b), c)
 #define clamp_t(t, v, lo, hi)	min_t(t, max_t(t, v, lo), hi)
 
+/* Set bits in the low byte, as <linux/bitops.h>. */
+static __always_inline unsigned int hweight8(unsigned int w)
+{
+	return __builtin_popcount(w & 0xff);
+}
+
 /* BPF divides 64 by 64 bits natively; a zero divisor yields 0. */
 static __always_inline u64 div_u64(u64 dividend, u32 divisor)
 {

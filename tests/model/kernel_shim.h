@@ -64,6 +64,12 @@ void shim_fail(const char *file, int line, const char *what)
 
 #define max3(x, y, z)	max((__typeof__(x))max(x, y), z)
 
+/* Set bits in the low byte, as <linux/bitops.h>. */
+static inline unsigned int hweight8(unsigned int w)
+{
+	return __builtin_popcount(w & 0xff);
+}
+
 #define min_t(type, x, y) ({				\
 	type _mint1 = (x);				\
 	type _mint2 = (y);				\

@@ -141,6 +141,7 @@ struct cfg {
 	double	burst_loss;
 	u32	burst_delay_us;	/* extra delay in the burst: a standing queue */
 	u32	cwnd_clamp;	/* 0: the kernel's default, ~0 */
+	u64	sample_at_us;	/* record RTTmin and the mode then, 0: never */
 	u32	shaper_burst;	/* bytes: the FIFO drains as a token-bucket
 				 * shaper (tbf) with this bucket, sending
 				 * at line rate while it has tokens; 0: a
@@ -172,6 +173,15 @@ struct result {
 	u32	holds;
 	/* wrap */
 	bool	crossed_2_32;
+	/* slow start's end: when, cwnd then, ACKs in competitive mode */
+	u64	ss_end_ps;
+	u32	ss_end_cwnd;
+	u64	competitive_acks;
+	u64	standing_ps;	/* last ACK with dq over RTTmin / 4 */
+	/* RTTmin (us) and competitive mode at sample_at_us and at the end */
+	u32	sample_rtt_min, end_rtt_min;
+	bool	sample_competitive, end_competitive;
+	u64	rtt_min_grew_ps; /* RTTmin first over rtt_us + burst_delay_us */
 };
 
 /* ---------------------------------------------------------------------
@@ -704,6 +714,13 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 		s->r->cut_from = cwnd_before;
 		s->r->cut_to = s->cwnd;
 	}
+	if (!ca->slow_start && !s->r->ss_end_ps) {
+		s->r->ss_end_ps = s->t;
+		s->r->ss_end_cwnd = cwnd_before;
+	}
+	if (copa_dq_us(ca) > copa_win_min(&ca->rtt_min) / 4)
+		s->r->standing_ps = s->t;
+	s->r->competitive_acks += ca->competitive;
 	if (ca->hold_rate && !was_held)
 		s->r->holds++;
 	/* the ACKs whose output a hold set */
@@ -731,6 +748,18 @@ static void watch_ack(struct sim *s, struct watch *w)
 {
 	const struct cfg *c = s->c;
 	struct result *r = s->r;
+	u32 rtt_min = copa_win_min(&s->ca.rtt_min);
+
+	if (c->sample_at_us && !r->sample_rtt_min &&
+	    s->t >= c->sample_at_us * PS_PER_US) {
+		r->sample_rtt_min = rtt_min;
+		r->sample_competitive = s->ca.competitive;
+	}
+	if (c->burst_delay_us && !r->rtt_min_grew_ps &&
+	    rtt_min >= c->rtt_us + c->burst_delay_us)
+		r->rtt_min_grew_ps = s->t;
+	r->end_rtt_min = rtt_min;
+	r->end_competitive = s->ca.competitive;
 
 	if (c->step_at_us && s->t >= c->step_at_us * PS_PER_US) {
 		double tgt = target_pkts(c, c->step_rate_bps);
@@ -1167,6 +1196,77 @@ static bool recovery_after_cut_10k_pkts(char *out, size_t len)
 }
 
 /*
+ * Slow start's overshoot (10 Mbit/s, 100 ms, a FIFO of 1 BDP, delta 0.5,
+ * the light-loss link of test_copa_link without its loss): slow start
+ * ends about a round after the queue appears, with about a BDP on its way
+ * into the queue. The overshoot lands in the next round (about 1.6 RTTmin
+ * long then) and must be gone two rounds later: no queue over RTTmin / 4
+ * (a standing queue to copa_queue_standing) after 5 RTTmin; and a lone
+ * flow must never enter competitive mode. Drained at v = 1 (2 packets a
+ * round at first) the queue stood for 10.7 RTTmin, and competitive mode
+ * began; in the VM that episode and its end ran into false policer holds.
+ */
+static bool slow_start_overshoot_drains(char *out, size_t len)
+{
+	struct cfg c = mklink(10, 100, 1448, 500);
+	double rounds;
+	struct result r;
+
+	c.fifo = (u32)bdp_pkts(&c, c.rate_bps);
+	c.duration_us = 10000000;
+	c.measure_from_us = 5000000;
+	run(&c, &r);
+	rounds = ((double)r.standing_ps - r.ss_end_ps) / 1e6 / c.rtt_us;
+	OUT("slow start ended at %.2f s, cwnd %u (BDP %.0f); the last queue over RTTmin / 4 %.1f RTTmin later (bound 5); %llu ACKs in competitive mode (bound 0); util %.3f",
+	    r.ss_end_ps / 1e12, r.ss_end_cwnd, bdp_pkts(&c, c.rate_bps),
+	    rounds, (unsigned long long)r.competitive_acks, r.util);
+	return rounds <= 5 && !r.competitive_acks &&
+	       r.util >= 0.95;
+}
+
+/*
+ * A route whose base RTT doubles (40 to 80 ms at 20 s, 12 Mbit/s, the
+ * default FIFO of 4 BDP, delta 0.5) looks to Copa like a buffer-filler's
+ * standing queue: dq never comes near 0 again, competitive mode starts
+ * and RTTmin is kept (copa_rtt_min_keep_half()). That is what lets Copa
+ * compete with cubic; here the hold must end. Two minutes after the
+ * change the stale RTTmin must still be there (the hold is on); within
+ * the 10 minute window plus one 10 s window RTTmin must exceed the new
+ * path's RTT, and by the end competitive mode must be over and the queue
+ * below 20 ms (the hold kept about 90 ms queued). RTTmin then holds the
+ * new path plus the least queue of the hold's last window, which a lone
+ * Copa keeps (it cannot see below it); the 10 s window without the hold
+ * ends the same way, at 98.5 ms with 19.8 ms queued.
+ */
+static bool rtt_min_hold_ends_after_route_change(char *out, size_t len)
+{
+	struct cfg c = mklink(12, 40, 1448, 500);
+	u64 step_us = 20 * (u64)COPA_USEC_PER_SEC;
+	u32 bound_s = (COPA_RTT_MIN_HOLD_US + COPA_RTT_MIN_WIN_US) /
+		      COPA_USEC_PER_SEC;
+	double grew_s, qd_ms;
+	struct result r;
+
+	c.burst_at_us = step_us;
+	c.burst_delay_us = c.rtt_us;
+	c.duration_us = step_us + bound_s * (u64)COPA_USEC_PER_SEC +
+			120 * (u64)COPA_USEC_PER_SEC;
+	c.burst_len_us = c.duration_us;
+	c.sample_at_us = step_us + 120 * (u64)COPA_USEC_PER_SEC;
+	c.measure_from_us = c.duration_us - 60 * (u64)COPA_USEC_PER_SEC;
+	run(&c, &r);
+	grew_s = r.rtt_min_grew_ps ? r.rtt_min_grew_ps / 1e12 - 20 : -1;
+	qd_ms = r.qdelay_us / 1000;
+	OUT("RTTmin %.1f ms (competitive %d) 2 min after; over 80 ms after %.0f s (bound %u); at the end %.1f ms, competitive %d, queue in the last minute %.1f ms (bound 20)",
+	    r.sample_rtt_min / 1e3, r.sample_competitive, grew_s, bound_s,
+	    r.end_rtt_min / 1e3, r.end_competitive, qd_ms);
+	return r.sample_competitive &&
+	       r.sample_rtt_min < c.rtt_us + c.burst_delay_us / 2 &&
+	       grew_s > 0 && grew_s <= bound_s && !r.end_competitive &&
+	       qd_ms < 20;
+}
+
+/*
  * Policer hold: a 10 Gbit/s, 40 ms link policed at 1 Gbit/s (token
  * bucket, burst max(100 KB, 4 packets)), with the detector's defaults
  * (loss_thresh 1, rate_tol 12, hold_rounds 48, as both modules). A hold
@@ -1267,6 +1367,12 @@ static double loss_util(const struct loss_link *l, const struct result *r)
 	return l->police_mbit ? r->util * l->mbit / l->police_mbit : r->util;
 }
 
+/* The seed of the @k-th run of a link: 0 (the default) for the first. */
+static u64 loss_seed(u32 k)
+{
+	return k ? 0x9e3779b97f4a7c15ULL * (k + 1) : 0;
+}
+
 static void loss_matrix(const char *only)
 {
 	u32 seeds = getenv("MODEL_SEEDS") ? atoi(getenv("MODEL_SEEDS")) : 1;
@@ -1291,9 +1397,7 @@ static void loss_matrix(const char *only)
 			struct result r;
 
 			for (k = 0; k < seeds; k++) {
-				c.seed = k + first ?
-					 0x9e3779b97f4a7c15ULL * (k + first + 1) :
-					 0;
+				c.seed = loss_seed(k + first);
 				run(&c, &r);
 				util += loss_util(l, &r) / seeds;
 				lo = fmin(lo, loss_util(l, &r));
@@ -1366,6 +1470,44 @@ LOSS_CASE(random_loss_1pct_1000_mbit, "loss 1% 1000/40", 0.9, 0.015)
 LOSS_CASE(fifo_1_pkt, "fifo 1 pkt 12/40", 0.95, 0.015)
 LOSS_CASE(fifo_5_pkts_delta_0_1, "fifo 5 pkt 12/40 d0.1", 0.95, 0.015)
 
+/*
+ * Random loss never holds a rate: on each random-loss link at 12 and
+ * 20 Mbit/s, NOISE_SEEDS runs with the default loss reaction must not
+ * hold once, and each keeps at least 0.95 of the link. A full link with
+ * random loss delivers a flat rate too, but the window it adds waits in
+ * the FIFO; counting it as growth past a limit held a rate in 9 of these
+ * 40 runs (0.89x the link at worst).
+ */
+#define NOISE_SEEDS	8
+
+static bool random_loss_never_holds(char *out, size_t len)
+{
+	bool ok = true;
+	int n = 0;
+	u32 i, k;
+
+	for (i = 0; i < sizeof(loss_links) / sizeof(loss_links[0]); i++) {
+		const struct loss_link *l = &loss_links[i];
+		struct cfg c = loss_cfg(l, 5, true);
+		double lo = 1e9;
+		u32 holds = 0;
+		struct result r;
+
+		if (!l->loss || l->mbit > 20)
+			continue;
+		for (k = 0; k < NOISE_SEEDS; k++) {
+			c.seed = loss_seed(k);
+			run(&c, &r);
+			lo = fmin(lo, loss_util(l, &r));
+			holds += r.holds;
+		}
+		n += snprintf(out + n, len - n, "%s%s: holds %u, util min %.3f",
+			      n ? "; " : "", l->name, holds, lo);
+		ok &= !holds && lo >= 0.95;
+	}
+	return ok;
+}
+
 /* ---------------------------------------------------------------------
  * The table for Documentation/copa.rst, "Choosing delta".
  */
@@ -1436,12 +1578,15 @@ static const struct tcase cases[] = {
 	CASE(subpacket_progress),
 	CASE(clock_wrap_100k_pkts_mss_65483),
 	CASE(recovery_after_cut_10k_pkts),
+	CASE(rtt_min_hold_ends_after_route_change),
+	CASE(slow_start_overshoot_drains),
 	CASE(policer_hold_mss_8948),
 	CASE(policer_hold_mss_65483),
 	CASE(policer_4_on_20_mbit),
 	CASE(policer_100_on_1000_mbit),
 	CASE(policer_12_on_24_mbit),
 	CASE(random_loss_5pct),
+	CASE(random_loss_never_holds),
 	CASE(random_loss_1pct_1000_mbit),
 	CASE(fifo_1_pkt),
 	CASE(fifo_5_pkts_delta_0_1),
