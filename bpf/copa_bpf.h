@@ -38,7 +38,7 @@ struct copa_bpf_defaults {
 	u32	loss_thresh;	/* bpf_copa_pol only */
 	u32	rate_tol;	/* bpf_copa_pol only */
 	u32	hold_rounds;	/* bpf_copa_pol only */
-	u32	flow_stats;	/* 0, 1: record each flow in copa_flows */
+	u32	flow_stats;	/* 0, 1: keep each flow in copa_flows */
 };
 
 /* Which fields of a struct copa_sk_params override the defaults. */
@@ -138,7 +138,7 @@ struct copa_flow {
 	u32	cwnd;
 	u32	target;		/* target cwnd, packets */
 	u32	pad;
-	u64	rounds;
+	u64	updates;	/* refreshes since the flow started */
 };
 
 /* Counters in the .bss of each object (see scripts/copa-bpf stats). */

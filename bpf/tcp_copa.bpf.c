@@ -51,6 +51,14 @@ struct copa_bpf_defaults copa_defaults SEC(".data.params") = {
 	.flow_stats	= 1,
 };
 
+/*
+ * copa_flows is refreshed at a flow's first round start in each
+ * 2^COPA_FLOW_EPOCH_SHIFT us of the clock (16 ms): an LRU hash update on
+ * every round cost 110 to 120 ns per ACK at veth's 50 us rounds
+ * (scripts/bpf-bench --perf), half of what the rest of bpf_copa costs.
+ */
+#define COPA_FLOW_EPOCH_SHIFT	14
+
 /* Counters (global data, .bss). */
 u64 copa_bad_defaults;		/* connections that met an invalid default */
 u64 copa_bad_overrides;		/* socket overrides rejected */
@@ -180,9 +188,9 @@ static __noinline void copa_flow_record(struct sock *sk, const struct copa *ca,
 		f->competitive = c->competitive;
 		f->loss_reaction = c->loss_reaction;
 		f->source = c->source;
-		f->rounds = 0;
+		f->updates = 0;
 	} else {
-		f->rounds++;
+		f->updates++;
 	}
 	f->inv_delta = ca->inv_delta;
 	f->mode = copa_mode(ca);
@@ -246,8 +254,18 @@ static __always_inline u32 copa_phase_ssthresh(const struct copa *ca, u32 cwnd)
 	return ca->slow_start ? COPA_TCP_INFINITE_SSTHRESH : cwnd;
 }
 
+/* Did a round start in a new flow-record epoch (a round began at @prev_us)? */
+static __always_inline bool copa_flow_record_due(const struct copa *ca,
+						 u32 prev_us)
+{
+	return ca->round_start &&
+	       (ca->round_start_us ^ prev_us) >> COPA_FLOW_EPOCH_SHIFT;
+}
+
+/* Write the ACK's result back; the round before this ACK began at @prev_us. */
 static __always_inline void copa_ack_end(struct sock *sk,
-					 const struct copa_ack *ack)
+					 const struct copa_ack *ack,
+					 u32 prev_us)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct copa *ca = inet_csk_ca(sk);
@@ -255,7 +273,7 @@ static __always_inline void copa_ack_end(struct sock *sk,
 	tp->snd_cwnd = ack->cwnd;
 	tp->snd_ssthresh = copa_phase_ssthresh(ca, ack->cwnd);
 	copa_set_pacing_rate(sk, ack->pacing_rate);
-	if (ca->round_start && copa_defaults.flow_stats)
+	if (copa_defaults.flow_stats && copa_flow_record_due(ca, prev_us))
 		copa_flow_record(sk, ca, NULL, ack->cwnd, ack->target);
 }
 
@@ -354,12 +372,14 @@ void BPF_PROG(copa_init, struct sock *sk)
 SEC("struct_ops")
 COPA_CONG_CONTROL_PROG(copa_cong_control)
 {
+	struct copa *ca = inet_csk_ca(sk);
+	u32 prev_us = ca->round_start_us;
 	struct copa_ack ack;
 
 	if (!copa_ack_begin(sk, rs, &ack))
 		return;
-	copa_on_ack(inet_csk_ca(sk), &ack);
-	copa_ack_end(sk, &ack);
+	copa_on_ack(ca, &ack);
+	copa_ack_end(sk, &ack, prev_us);
 }
 
 /* Entering recovery, loss or CWR: keep what an undo restores. */
@@ -478,12 +498,14 @@ void BPF_PROG(copa_policer_init, struct sock *sk)
 SEC("struct_ops")
 COPA_CONG_CONTROL_PROG(copa_policer_cong_control)
 {
+	struct copa *ca = inet_csk_ca(sk);
+	u32 prev_us = ca->round_start_us;
 	struct copa_ack ack;
 
 	if (!copa_ack_begin(sk, rs, &ack))
 		return;
-	copa_on_ack(inet_csk_ca(sk), &ack);
-	copa_ack_end(sk, &ack);
+	copa_on_ack(ca, &ack);
+	copa_ack_end(sk, &ack, prev_us);
 }
 
 SEC("struct_ops")

@@ -19,7 +19,7 @@ copa_eval.bpf as copa-eval's lab does for a bpf_copa flow, and then:
   differs is the glue and the run's noise; five runs each on 6.12 with
   copa-eval are in Documentation/bpf.rst).
 - bpf_flow_table: copa-bpf flows lists the flow with its delta and
-  rounds.
+  updates.
 - unregister: copa-bpf unregister takes both names off the list.
 
 run-vm then checks dmesg for WARNING, BUG, Oops and refcount. The test
@@ -86,8 +86,8 @@ def bpf_flow_table():
     build_and_register()
     flows = json.loads(bpf.copa_bpf("flows", "--json").stdout)
     ksft_pr(f"copa_flows: {flows}")
-    seen = [f for f in flows if f["delta"] == 500 and f["rounds"] > 0]
-    ksft_ge(len(seen), 1, "a flow with delta 0.5 and rounds in copa_flows")
+    seen = [f for f in flows if f["delta"] == 500 and f["updates"] > 0]
+    ksft_ge(len(seen), 1, "a flow with delta 0.5 and updates in copa_flows")
 
 
 def unregister():
