@@ -973,18 +973,31 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
  * 2 to 8 points of utilisation): delta may exceed 1 there. At 1/delta
  * packets or more of BDP / 4 (8 packets at delta 0.5) nothing changes.
  * Competitive mode keeps its 1/delta: it must queue like its competitor.
+ *
+ * Nor is the queue aimed at less than COPA_EMPTY_SLACK_US of sending
+ * (cwnd / RTTstanding), the timer and scheduling jitter that
+ * copa_queue_nearly_empty() ignores: Copa cannot tell a shorter queue
+ * from jitter. Over veth, where RTTs are tens of microseconds, RTTmin
+ * took 2 to 5 us samples (a packet and its ACK handled in one softirq
+ * pass) and RTTstanding read 21 to 42 us, so the bound above saw a queue
+ * of most of the RTT, allowed one packet of it, and held every delta at
+ * 0.5 Gbit/s at 1, 5 and 10 Gbit/s. At a millisecond per RTT and more,
+ * 100 us of sending is a tenth of the window or less.
  */
 static inline u64 copa_target_inv_delta(const struct copa *ca, u32 cwnd)
 {
 	u32 rtt_min = copa_win_min(&ca->rtt_min);
 	u32 standing = copa_win_min(&ca->rtt_standing);
-	u64 bdp_fp;
+	u64 cwnd_fp = (u64)cwnd << COPA_SHIFT;
+	u64 bdp_fp, jitter_fp;
 
 	if (ca->competitive || !standing)
 		return ca->inv_delta;
-	bdp_fp = div_u64(((u64)cwnd << COPA_SHIFT) * rtt_min, standing);
+	bdp_fp = div_u64(cwnd_fp * rtt_min, standing);
+	jitter_fp = div_u64(cwnd_fp * COPA_EMPTY_SLACK_US, standing);
 	return min_t(u64, ca->inv_delta,
-		     max_t(u64, bdp_fp / COPA_QUEUE_BDP_DIV, COPA_QUEUE_MIN));
+		     max3(bdp_fp / COPA_QUEUE_BDP_DIV, jitter_fp,
+			  (u64)COPA_QUEUE_MIN));
 }
 
 /* Target window RTTstanding / (delta * dq), COPA_UNIT scale. */
