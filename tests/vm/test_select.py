@@ -22,8 +22,9 @@ process, through sock_diag (INET_DIAG_CONG): for the iperf3 flows by the
 lab's sampling of their data sockets (cc_observed, and copa's mode from its
 tcpvegas_info), for setcc by scripts/copa-diag's request and decoder on a
 sock_diag socket in its namespace, every second while setcc sends, beside
-setcc's own getsockopt(TCP_CONGESTION). Each flow must also move at least
-MIN_BYTES.
+setcc's own getsockopt(TCP_CONGESTION). setcc must also move at least
+MIN_BYTES, and each lab flow LAB_MIN_BYTES (its share against the others
+varies too much for more).
 
 Under TCG on a busy host the guest loses wall-clock time in whole seconds
 (its vCPUs are not scheduled while its clock runs on). The margins against
@@ -35,7 +36,7 @@ run as a program, since starting a Python process in the guest took up
 to 20 s on a loaded host (the guest reads its files from the host),
 longer than setcc's whole connection; the iperf3 flows run
 for RUN_S seconds, so even a guest that lost half of them moves several
-times MIN_BYTES; and a flow's data is counted by its receiver (iperf3's
+times LAB_MIN_BYTES; and a flow's data is counted by its receiver (iperf3's
 own total) as well as by the lab's last tcp_info sample, which a stalled
 sampling loop takes early. The lab's cpu_busy and sampling lag are printed
 to tell such a run from a broken one.
@@ -72,6 +73,12 @@ SETCC_BYTES = 4 << 20
 SETCC_TIMEOUT_S = 120
 OBSERVE_EVERY_S = 1
 MIN_BYTES = 1 << 20
+# A lab flow's share against the others varies widely: the copa flow
+# selected by route moved 0.67, 1.07, 3.1 and 12.6 MB in four CI runs of
+# 2026-11-24 (the other copa 12.8 to 18.0). The share is
+# test_copa_link's subject; here a flow need only have run: 1/4 MB,
+# about two rounds at a window of 30 packets.
+LAB_MIN_BYTES = 1 << 18
 COPA_MODES = (1, 2, 3, 4)      # tcpvegas_info.tcpv_enabled of copa
 COPA_DIAG = os.path.join(ROOT, "scripts", "copa-diag")
 ALLOWED = "net.ipv4.tcp_allowed_congestion_control"
@@ -220,7 +227,7 @@ def check_lab_flow(index):
         ksft_ge(len(modes), 1, "copa reports its mode")
         ksft_in(modes[-1], COPA_MODES, "copa's mode")
     moved = max(flow.bytes_acked or 0, flow.iperf.get("received_bytes") or 0)
-    ksft_ge(moved, MIN_BYTES, f"flow {index} moved data")
+    ksft_ge(moved, LAB_MIN_BYTES, f"flow {index} moved data")
 
 
 def select_by_netns_sysctl():
