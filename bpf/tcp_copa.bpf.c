@@ -347,6 +347,66 @@ static __always_inline void copa_bpf_tx_start(struct sock *sk)
 	copa_pace_window(sk);
 }
 
+/*
+ * The algorithm's per-ACK step, kept a subprogram: inlined into the
+ * program (clang's choice once it has one caller), it made the verifier
+ * walk past its limit of a million instructions; as a subprogram it
+ * walks about 50,000 (6.18).
+ */
+static __noinline void copa_bpf_on_ack(struct copa *ca, struct copa_ack *ack)
+{
+	copa_on_ack(ca, ack);
+}
+
+/* One ACK: the shared algorithm between the stack's view and its result. */
+static __always_inline void copa_bpf_cong_control(struct sock *sk,
+						  const struct rate_sample *rs)
+{
+	struct copa *ca = inet_csk_ca(sk);
+	u32 prev_us = ca->round_start_us;
+	struct copa_ack ack;
+
+	if (!copa_ack_begin(sk, rs, &ack))
+		return;
+	copa_bpf_on_ack(ca, &ack);
+	copa_ack_end(sk, &ack, prev_us);
+}
+
+/* Entering recovery, loss or CWR: keep what an undo restores. */
+static __always_inline u32 copa_bpf_ssthresh(struct sock *sk)
+{
+	struct copa *ca = inet_csk_ca(sk);
+	u32 cwnd = tcp_sk(sk)->snd_cwnd;
+
+	copa_save_prior(ca, cwnd);
+	return copa_phase_ssthresh(ca, cwnd);
+}
+
+/* An ECN echo reaches in_ack_event just before cong_control. */
+static __always_inline void copa_bpf_in_ack_event(struct sock *sk, u32 flags)
+{
+	if (flags & COPA_CA_ACK_ECE)
+		copa_on_ece(inet_csk_ca(sk));
+}
+
+/*
+ * The reduction was spurious: restore what ssthresh kept. A window the
+ * stack would reject (tcp_snd_cwnd_set() warns unless 0 < cwnd <= S32_MAX)
+ * is counted and the current one kept instead.
+ */
+static __always_inline u32 copa_bpf_undo(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 cwnd = min(copa_undo(inet_csk_ca(sk), tp->snd_cwnd),
+		       tp->snd_cwnd_clamp);
+
+	if ((s32)cwnd <= 0) {
+		__sync_fetch_and_add(&copa_undo_bad, 1);
+		return tp->snd_cwnd;
+	}
+	return cwnd;
+}
+
 /* The state must fit icsk_ca_priv (13 u64 on every kernel, 6.0 to 7.2). */
 _Static_assert(sizeof(struct copa) <= 13 * sizeof(u64), "struct copa too large");
 
@@ -372,43 +432,13 @@ void BPF_PROG(copa_init, struct sock *sk)
 SEC("struct_ops")
 COPA_CONG_CONTROL_PROG(copa_cong_control)
 {
-	struct copa *ca = inet_csk_ca(sk);
-	u32 prev_us = ca->round_start_us;
-	struct copa_ack ack;
-
-	if (!copa_ack_begin(sk, rs, &ack))
-		return;
-	copa_on_ack(ca, &ack);
-	copa_ack_end(sk, &ack, prev_us);
+	copa_bpf_cong_control(sk, rs);
 }
 
-/* Entering recovery, loss or CWR: keep what an undo restores. */
 SEC("struct_ops")
 u32 BPF_PROG(copa_ssthresh, struct sock *sk)
 {
-	struct copa *ca = inet_csk_ca(sk);
-	u32 cwnd = tcp_sk(sk)->snd_cwnd;
-
-	copa_save_prior(ca, cwnd);
-	return copa_phase_ssthresh(ca, cwnd);
-}
-
-/*
- * The reduction was spurious: restore what ssthresh kept. A window the
- * stack would reject (tcp_snd_cwnd_set() warns unless 0 < cwnd <= S32_MAX)
- * is counted and the current one kept instead.
- */
-static __always_inline u32 copa_bpf_undo(struct sock *sk)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	u32 cwnd = min(copa_undo(inet_csk_ca(sk), tp->snd_cwnd),
-		       tp->snd_cwnd_clamp);
-
-	if ((s32)cwnd <= 0) {
-		__sync_fetch_and_add(&copa_undo_bad, 1);
-		return tp->snd_cwnd;
-	}
-	return cwnd;
+	return copa_bpf_ssthresh(sk);
 }
 
 SEC("struct_ops")
@@ -423,14 +453,10 @@ void BPF_PROG(copa_set_state, struct sock *sk, u8 new_state)
 	copa_bpf_set_state(sk, new_state);
 }
 
-/* An ECN echo reaches in_ack_event just before cong_control. */
 SEC("struct_ops")
 void BPF_PROG(copa_in_ack_event, struct sock *sk, u32 flags)
 {
-	struct copa *ca = inet_csk_ca(sk);
-
-	if (flags & COPA_CA_ACK_ECE)
-		copa_on_ece(ca);
+	copa_bpf_in_ack_event(sk, flags);
 }
 
 #ifdef COPA_TX_START_HOOK
@@ -498,24 +524,13 @@ void BPF_PROG(copa_policer_init, struct sock *sk)
 SEC("struct_ops")
 COPA_CONG_CONTROL_PROG(copa_policer_cong_control)
 {
-	struct copa *ca = inet_csk_ca(sk);
-	u32 prev_us = ca->round_start_us;
-	struct copa_ack ack;
-
-	if (!copa_ack_begin(sk, rs, &ack))
-		return;
-	copa_on_ack(ca, &ack);
-	copa_ack_end(sk, &ack, prev_us);
+	copa_bpf_cong_control(sk, rs);
 }
 
 SEC("struct_ops")
 u32 BPF_PROG(copa_policer_ssthresh, struct sock *sk)
 {
-	struct copa *ca = inet_csk_ca(sk);
-	u32 cwnd = tcp_sk(sk)->snd_cwnd;
-
-	copa_save_prior(ca, cwnd);
-	return copa_phase_ssthresh(ca, cwnd);
+	return copa_bpf_ssthresh(sk);
 }
 
 SEC("struct_ops")
@@ -533,10 +548,7 @@ void BPF_PROG(copa_policer_set_state, struct sock *sk, u8 new_state)
 SEC("struct_ops")
 void BPF_PROG(copa_policer_in_ack_event, struct sock *sk, u32 flags)
 {
-	struct copa *ca = inet_csk_ca(sk);
-
-	if (flags & COPA_CA_ACK_ECE)
-		copa_on_ece(ca);
+	copa_bpf_in_ack_event(sk, flags);
 }
 
 #ifdef COPA_TX_START_HOOK

@@ -33,7 +33,7 @@ def registered():
     copa_bpf("unregister", check=False)
     r = copa_bpf("register", check=False)
     if r.returncode:
-        pytest.skip(f"BPF struct_ops: cannot register: {r.stderr.strip()}")
+        pytest.fail(f"copa-bpf register failed:\n{r.stderr.strip()}")
     yield
     copa_bpf("unregister", check=False)
     new = netns.dmesg_lines()[log_before:]
