@@ -351,7 +351,7 @@ static __always_inline void copa_bpf_tx_start(struct sock *sk)
  * The algorithm's per-ACK step, kept a subprogram: inlined into the
  * program (clang's choice once it has one caller), it made the verifier
  * walk past its limit of a million instructions; as a subprogram it
- * walks about 50,000 (6.18).
+ * walks under 50,000 (6.18).
  */
 static __noinline void copa_bpf_on_ack(struct copa *ca, struct copa_ack *ack)
 {
