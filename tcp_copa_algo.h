@@ -691,25 +691,22 @@ static inline u32 copa_round_rate(const struct copa *ca,
 	return min_t(u64, div_u64(bytes * COPA_USEC_PER_SEC, elapsed), U32_MAX);
 }
 
+/* Packets the round ending now delivered or lost: what its window sent. */
+static inline u64 copa_round_sent(const struct copa *ca,
+				  const struct copa_ack *ack)
+{
+	return (u64)(ack->delivered - ca->next_round_delivered) +
+	       (ack->lost - ca->round_start_lost);
+}
+
 /* Did the round ending now lose limit_loss % of its packets, queue low? */
 static inline bool copa_round_limited(const struct copa *ca,
 				      const struct copa_ack *ack)
 {
 	u64 lost = ack->lost - ca->round_start_lost;
-	u64 delivered = ack->delivered - ca->next_round_delivered;
 
 	return ca->round_drop &&
-	       lost * 100 >= (lost + delivered) * ca->limit_loss;
-}
-
-/* Packets the round ending now delivered or lost: what its window sent. */
-static inline u32 copa_round_sent(const struct copa *ca,
-				  const struct copa_ack *ack)
-{
-	u64 sent = (u64)(ack->delivered - ca->next_round_delivered) +
-		   (ack->lost - ca->round_start_lost);
-
-	return min_t(u64, sent, U32_MAX);
+	       lost * 100 >= copa_round_sent(ca, ack) * ca->limit_loss;
 }
 
 /* Does @rate agree with the limited round before, within rate_tol %? */
@@ -882,7 +879,7 @@ static inline void copa_forget_limit(struct copa *ca)
 static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 				     u32 cwnd)
 {
-	u32 rate;
+	u32 rate, sent;
 
 	if (!ca->detect)
 		return;
@@ -902,10 +899,9 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 			ca->limit_rounds = 0;
 		return;
 	}
+	sent = min_t(u64, copa_round_sent(ca, ack), U32_MAX);
 	ca->limit_rate = rate;
-	ca->limit_cwnd = copa_unqueued_cwnd(ca, ack,
-					    max(cwnd, copa_round_sent(ca, ack)),
-					    rate);
+	ca->limit_cwnd = copa_unqueued_cwnd(ca, ack, max(cwnd, sent), rate);
 	ca->limit_rounds = 0;
 	ca->limit_held = 0;
 }

@@ -1453,38 +1453,44 @@ static void loss_matrix(const char *only)
  * for congestion got 0.28 at 5%); on a FIFO of one packet it must keep
  * the link without overflowing it every round.
  */
+/* The loss link named @name; fail() and NULL if there is none. */
+static const struct loss_link *loss_link_named(const char *name)
+{
+	u32 i;
+
+	for (i = 0; i < sizeof(loss_links) / sizeof(loss_links[0]); i++)
+		if (!strcmp(loss_links[i].name, name))
+			return &loss_links[i];
+	fail("no link %s", name);
+	return NULL;
+}
+
 static bool loss_case(const char *link, double min_util, double max_retrans,
 		      char *out, size_t len)
 {
 	static const u32 lrs[] = { 5, 0 };
+	const struct loss_link *l = loss_link_named(link);
 	bool ok = true;
 	int n = 0;
-	u32 i, j;
+	u32 j;
 
-	for (i = 0; i < sizeof(loss_links) / sizeof(loss_links[0]); i++) {
-		const struct loss_link *l = &loss_links[i];
+	if (!l)
+		return false;
+	for (j = 0; j < 2; j++) {
+		struct cfg c = loss_cfg(l, lrs[j], true);
+		struct result r;
+		double util, retrans;
 
-		if (strcmp(l->name, link))
-			continue;
-		for (j = 0; j < 2; j++) {
-			struct cfg c = loss_cfg(l, lrs[j], true);
-			struct result r;
-			double util, retrans;
-
-			run(&c, &r);
-			util = loss_util(l, &r);
-			retrans = (double)r.dropped / r.sent;
-			n += snprintf(out + n, len - n,
-				      "%sloss_reaction %u: util %.3f (>= %.2f) retrans %.2f%% (<= %.1f%%) holds %u",
-				      j ? "; " : "", lrs[j], util, min_util,
-				      100 * retrans, 100 * max_retrans,
-				      r.holds);
-			ok &= util >= min_util && retrans <= max_retrans;
-		}
-		return ok;
+		run(&c, &r);
+		util = loss_util(l, &r);
+		retrans = (double)r.dropped / r.sent;
+		n += snprintf(out + n, len - n,
+			      "%sloss_reaction %u: util %.3f (>= %.2f) retrans %.2f%% (<= %.1f%%) holds %u",
+			      j ? "; " : "", lrs[j], util, min_util,
+			      100 * retrans, 100 * max_retrans, r.holds);
+		ok &= util >= min_util && retrans <= max_retrans;
 	}
-	fail("no link %s", link);
-	return false;
+	return ok;
 }
 
 #define LOSS_CASE(fname, link, min_util, max_retrans)			\
@@ -1551,18 +1557,12 @@ static bool random_loss_never_holds(char *out, size_t len)
 
 static bool growth_after_cut_never_holds(char *out, size_t len)
 {
-	const struct loss_link *l = NULL;
+	const struct loss_link *l = loss_link_named("loss 2% 12/50");
 	struct result r;
 	struct cfg c;
-	u32 i;
 
-	for (i = 0; i < sizeof(loss_links) / sizeof(loss_links[0]); i++)
-		if (!strcmp(loss_links[i].name, "loss 2% 12/50"))
-			l = &loss_links[i];
-	if (!l) {
-		fail("no link loss 2%% 12/50");
+	if (!l)
 		return false;
-	}
 	c = loss_cfg(l, 5, true);
 	c.seed = loss_seed(CUT_GROWTH_SEED);
 	run(&c, &r);
