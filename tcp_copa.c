@@ -61,9 +61,10 @@
  * the paper's Copa ignores all loss.
  * Slow start's overshoot is the first limited round Copa sees: if the
  * ACK train that reported slow start's first loss arrived slower than
- * cwnd / RTTstanding (it met a bottleneck) with the queue low, and the
- * round then lost an eighth of what it sent, Copa holds at once, at the
- * train's rate within the round's delivery rate and a quarter above it.
+ * cwnd / RTTstanding (it met a bottleneck) with the queue low, and that
+ * round or the next lost an eighth of what it sent, Copa holds at once,
+ * at the train's rate within the round's delivery rate and a quarter
+ * above it.
  * tcp_copa_policer.ko is the same algorithm with the detector's
  * parameters as sysctls.
  *
