@@ -47,15 +47,18 @@
  * queueing, or noise. Two such rounds that lose at least 1% at delivery
  * rates within 12% of each other, while the part of cwnd the queue does
  * not hold grew by more than 24% (or cwnd exceeds by 48% what the rate
- * carries in RTTstanding), mean a limit: a token-bucket policer, or a
- * buffer shorter than Copa's target queue. A full link with random loss
- * or an AQM's drops also delivers a flat rate, but what cwnd adds there
- * waits in the queue rather than being dropped.
+ * carries in RTTstanding, or by 12% while the queue's trough stays near
+ * its peak and below Copa's target queue: a short buffer, full), mean a
+ * limit: a token-bucket policer, or a buffer shorter than Copa's target
+ * queue. A full link with random loss or an AQM's drops also delivers a
+ * flat rate, but what cwnd adds there waits in the queue rather than
+ * being dropped.
  * Copa then holds the lower rate (the mean, when the earlier one was the
  * last hold's), paced, with a window of 1.5 times its BDP, for 48
  * rounds, twice as long (up to 255) after each probe that met the same
  * limit; a hold ends early if a standing queue builds or if it keeps
- * losing, as above a limit or with random loss. After a hold Copa
+ * losing, as above a limit or with random loss; one that loses with a
+ * short buffer full paces at what the round delivered. After a hold Copa
  * probes from one BDP of the held rate as after a loss reaction. Random
  * loss leaves the delivery rate growing with cwnd, so it is ignored, as
  * the paper's Copa ignores all loss.
