@@ -746,13 +746,14 @@ static inline u32 copa_unqueued_cwnd(const struct copa *ca,
  * round, dq, is at least 3/4 of the highest RTT of the last rounds above
  * RTTmin (the buffer stayed full; ACK jitter blurs the top), more than
  * timer jitter (RTTmin / 16, COPA_EMPTY_SLACK_US), and below the queue
- * Copa aims at with its configured delta. Copa sits at its target there, above what the buffer
- * holds, and the buffer drops the excess every round, yet dq stays under
- * the standing threshold, so the losses are no congestion, and the window
- * need not grow for them to go on: 10 packets at 12 Mbit/s, 40 ms and
- * delta 0.05 in the model lost 15 % of a window of 60 packets a round
- * (dq 8.8 ms of the buffer's 9.7), with delivery flat at the link's rate.
- * A lone Copa on a deeper buffer keeps its own queue, not less.
+ * Copa aims at with its configured delta. Copa sits at its target there,
+ * above what the buffer holds, and the buffer drops the excess every
+ * round, yet dq stays under the standing threshold, so the losses are no
+ * congestion, and the window need not grow for them to go on: 10 packets
+ * at 12 Mbit/s, 40 ms and delta 0.05 in the model lost 15 % of a window
+ * of 60 packets a round (dq 8.8 ms of the buffer's 9.7), with delivery
+ * flat at the link's rate. A lone Copa on a deeper buffer keeps its own
+ * queue, not less, whatever random loss does.
  */
 static inline bool copa_short_buffer_full(const struct copa *ca,
 					  const struct copa_ack *ack)
@@ -1041,8 +1042,10 @@ static inline void copa_cut_hold(struct copa *ca, struct copa_ack *ack)
  * (copa_short_buffer_full()), then loses what it sends in excess, too
  * little a round for a limited round: held 0.8 % above 50 Mbit/s (ACK
  * compression had read the link fast), a 14-packet FIFO lost one packet
- * in a hundred for 5 s in the model. With the buffer full, what the round
- * delivered is the link's rate: pace at that if it is lower.
+ * in a hundred for 5 s in the model. With the buffer full, what a round
+ * that lost delivered is the link's rate: pace at that if it is lower.
+ * Rounds that lose nothing are left alone: trimming on them too cost up
+ * to 1.3 % of the link with delayed ACKs, whose rates read low.
  */
 static inline void copa_trim_hold(struct copa *ca, struct copa_ack *ack)
 {
@@ -1063,7 +1066,8 @@ static inline void copa_trim_hold(struct copa *ca, struct copa_ack *ack)
  * rate was cut: a held rate under a limit loses nothing, so either the
  * rate is above the limit, and the next detection averages it with a
  * lower sample, or the loss is random, and Copa's delay rule serves the
- * path better.
+ * path better. A round that loses with a short buffer full trims the
+ * held rate (copa_trim_hold()).
  */
 static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 {

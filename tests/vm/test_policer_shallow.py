@@ -13,14 +13,18 @@ rate the link delivers. Issue 10 asks for 1.0x; this bound is a
 regression guard, not the goal. Without the detector's hold Copa grows
 into the drops every round (89% retransmitted in the model's
 fifo_5_pkts_delta_0_1 with detect=0, over 200x CUBIC's). With it, most
-of Copa's loss is its start: slow start's overshoot, then three to five
-rounds of growth past the FIFO while the rounds that lose in recovery
-read rates too far apart to agree (150 to 190 packets in the first
-second of traced runs). The ratio's spread is mostly CUBIC's: over
-nineteen runs CUBIC retransmitted 0.21 to 0.79 % and copa or copa_policer
-0.52 to 1.55 %, 1.19x to 4.92x CUBIC's; one CI run read 7.26x (2.14 %
-against 0.29 %). Ten times CUBIC's stays far below what a missing hold
-costs.
+of Copa's loss is its start: slow start's overshoot, which now holds at
+once (53 to 99 packets in the first second of traced runs, 150 to 190
+before), and, where that hold read slow start's own rate below the
+link's (a burst overflows the FIFO while the window is still below the
+BDP), the probe after it, growing past the FIFO for several rounds
+before two limited rounds agree (57 packets in one traced run). The
+ratio's spread is CUBIC's and that probe's: over four runs at this
+code (one of them in CI) CUBIC retransmitted 0.48 to 0.67 % and copa or
+copa_policer 0.38 to 1.28 %, 0.57x to 2.65x CUBIC's; CUBIC has read as
+little as 0.19 % (before the start hold, 1.19x to 4.92x over nineteen
+runs, and one CI run 7.26x). Ten times CUBIC's stays far below what a
+missing hold costs.
 """
 
 import os
