@@ -271,6 +271,18 @@ static inline u32 copa_own_queue_us(const struct copa *ca,
 	return min_t(u64, own, max(copa_win_min(&ca->rtt_min) / 2, pkt));
 }
 
+/* The RTT's recent spread: the highest RTT of the last rounds above RTTmin. */
+static inline u32 copa_rtt_spread(const struct copa *ca)
+{
+	return copa_win_max(&ca->rtt_max) - copa_win_min(&ca->rtt_min);
+}
+
+/* Timer and scheduling jitter: max(RTTmin / 16, COPA_EMPTY_SLACK_US). */
+static inline u32 copa_jitter_us(const struct copa *ca)
+{
+	return max(copa_win_min(&ca->rtt_min) / 16, (u32)COPA_EMPTY_SLACK_US);
+}
+
 /*
  * The queue is nearly empty when dq is within a tenth of the recent RTT
  * spread or within max(100 us, RTTmin / 16), which absorbs timer jitter,
@@ -286,9 +298,7 @@ static inline u32 copa_own_queue_us(const struct copa *ca,
 static inline bool copa_queue_nearly_empty(const struct copa *ca,
 					   const struct copa_ack *ack)
 {
-	u32 rtt_min = copa_win_min(&ca->rtt_min);
-	u32 spread = copa_win_max(&ca->rtt_max) - rtt_min;
-	u32 slack = max3(spread / 10, rtt_min / 16, (u32)COPA_EMPTY_SLACK_US);
+	u32 slack = max(copa_rtt_spread(ca) / 10, copa_jitter_us(ca));
 	u32 inv = max(ca->inv_delta, ca->inv_delta0);
 
 	return copa_dq_us(ca) <= max(slack, copa_own_queue_us(ca, ack, inv));
@@ -695,22 +705,28 @@ static inline u32 copa_round_rate(const struct copa *ca,
 	return min_t(u64, div_u64(bytes * COPA_USEC_PER_SEC, elapsed), U32_MAX);
 }
 
+/* Packets marked lost since the round ending now began. */
+static inline u32 copa_round_lost(const struct copa *ca,
+				  const struct copa_ack *ack)
+{
+	return ack->lost - ca->round_start_lost;
+}
+
 /* Packets the round ending now delivered or lost: what its window sent. */
 static inline u64 copa_round_sent(const struct copa *ca,
 				  const struct copa_ack *ack)
 {
 	return (u64)(ack->delivered - ca->next_round_delivered) +
-	       (ack->lost - ca->round_start_lost);
+	       copa_round_lost(ca, ack);
 }
 
 /* Did the round ending now lose limit_loss % of its packets, queue low? */
 static inline bool copa_round_limited(const struct copa *ca,
 				      const struct copa_ack *ack)
 {
-	u64 lost = ack->lost - ca->round_start_lost;
-
 	return ca->round_drop &&
-	       lost * 100 >= copa_round_sent(ca, ack) * ca->limit_loss;
+	       (u64)copa_round_lost(ca, ack) * 100 >=
+	       copa_round_sent(ca, ack) * ca->limit_loss;
 }
 
 /* Does @rate agree with the limited round before, within rate_tol %? */
@@ -745,7 +761,7 @@ static inline u32 copa_unqueued_cwnd(const struct copa *ca,
  * Is the queue a full buffer shorter than Copa's target? Its trough this
  * round, dq, is at least 3/4 of the highest RTT of the last rounds above
  * RTTmin (the buffer stayed full; ACK jitter blurs the top), more than
- * timer jitter (RTTmin / 16, COPA_EMPTY_SLACK_US), and below the queue
+ * timer jitter (copa_jitter_us()), and below the queue
  * Copa aims at with its configured delta. Copa sits at its target there,
  * above what the buffer holds, and the buffer drops the excess every
  * round, yet dq stays under the standing threshold, so the losses are no
@@ -758,12 +774,10 @@ static inline u32 copa_unqueued_cwnd(const struct copa *ca,
 static inline bool copa_short_buffer_full(const struct copa *ca,
 					  const struct copa_ack *ack)
 {
-	u32 rtt_min = copa_win_min(&ca->rtt_min);
-	u32 spread = copa_win_max(&ca->rtt_max) - rtt_min;
-	u32 slack = max(rtt_min / 16, (u32)COPA_EMPTY_SLACK_US);
 	u32 dq = copa_dq_us(ca);
 
-	return dq > slack && (u64)dq * 4 >= (u64)spread * 3 &&
+	return dq > copa_jitter_us(ca) &&
+	       (u64)dq * 4 >= (u64)copa_rtt_spread(ca) * 3 &&
 	       dq < copa_own_queue_us(ca, ack, ca->inv_delta0);
 }
 
@@ -951,11 +965,11 @@ static inline void copa_sample_start(struct copa *ca,
  */
 static inline void copa_hold_start(struct copa *ca, struct copa_ack *ack)
 {
-	u64 lost = ack->lost - ca->round_start_lost;
 	u32 rate = copa_round_rate(ca, ack);
 	u64 cap = (u64)rate + rate / COPA_ROUND_STEP_DIV;
 
-	if (rate && lost * COPA_START_LOSS_DIV >= copa_round_sent(ca, ack)) {
+	if (rate && (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV >=
+		    copa_round_sent(ca, ack)) {
 		ca->start_sample = 0;
 		copa_hold(ca, ack, clamp_t(u64, ca->limit_rate, rate, cap));
 	} else if (ca->limit_rounds >= COPA_START_ROUNDS) {
@@ -1082,7 +1096,7 @@ static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 		copa_cut_hold(ca, ack);
 	else
 		ca->hold_lossy |= limited;
-	if (ca->hold_rate && ack->lost != ca->round_start_lost &&
+	if (ca->hold_rate && copa_round_lost(ca, ack) &&
 	    copa_short_buffer_full(ca, ack))
 		copa_trim_hold(ca, ack);
 }
