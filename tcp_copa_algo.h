@@ -247,6 +247,12 @@ static inline u32 copa_srtt(const struct copa_ack *ack)
 	return max(ack->srtt_us, 1U);
 }
 
+/* A packet's share of the RTT, srtt / cwnd: its time at the window's rate. */
+static inline u32 copa_pkt_us(const struct copa_ack *ack)
+{
+	return copa_srtt(ack) / max(ack->cwnd, 1U);
+}
+
 /*
  * The queue Copa itself keeps at 1/delta = @inv (COPA_UNIT scale): @inv
  * packets (at least one) of srtt / cwnd each (Little's law), but at most
@@ -266,9 +272,8 @@ static inline u32 copa_own_queue_us(const struct copa *ca,
 	u64 own = div_u64((u64)copa_srtt(ack) * max(inv, COPA_UNIT),
 			  max(ack->cwnd, 1U) << COPA_SHIFT);
 
-	u32 pkt = copa_srtt(ack) / max(ack->cwnd, 1U);
-
-	return min_t(u64, own, max(copa_win_min(&ca->rtt_min) / 2, pkt));
+	return min_t(u64, own,
+		     max(copa_win_min(&ca->rtt_min) / 2, copa_pkt_us(ack)));
 }
 
 /* The RTT's recent spread: the highest RTT of the last rounds above RTTmin. */
@@ -761,7 +766,8 @@ static inline u32 copa_unqueued_cwnd(const struct copa *ca,
  * Is the queue a full buffer shorter than Copa's target? Its trough this
  * round, dq, is at least 3/4 of the highest RTT of the last rounds above
  * RTTmin (the buffer stayed full; ACK jitter blurs the top), more than
- * timer jitter (copa_jitter_us()), and below the queue
+ * two packets' time (copa_pkt_us(); a delayed ACK waits for a second
+ * packet) and COPA_EMPTY_SLACK_US of timer jitter, and below the queue
  * Copa aims at with its configured delta. Copa sits at its target there,
  * above what the buffer holds, and the buffer drops the excess every
  * round, yet dq stays under the standing threshold, so the losses are no
@@ -769,14 +775,24 @@ static inline u32 copa_unqueued_cwnd(const struct copa *ca,
  * at 12 Mbit/s, 40 ms and delta 0.05 in the model lost 15 % of a window
  * of 60 packets a round (dq 8.8 ms of the buffer's 9.7), with delivery
  * flat at the link's rate. A lone Copa on a deeper buffer keeps its own
- * queue, not less, whatever random loss does.
+ * queue, not less, whatever random loss does. The floor is not the RTT's
+ * sixteenth that copa_queue_nearly_empty() allows for jitter: at 100 and
+ * 200 ms that is 6.3 and 12.5 ms, about what FIFOs of 8 packets at 12
+ * Mbit/s or 5 at 24 Mbit/s (100 ms) and 12 at 12 Mbit/s (200 ms) hold or
+ * more, and Copa overflowed those flat, unseen, for seconds: 8 packets at
+ * 12 Mbit/s, 100 ms and delta 0.1 lost 400 packets a second for 8.7 s
+ * after slow start (16.5 % retransmitted in the model's first 20 s, 2.8 %
+ * with this floor). Two packets' time keeps out the trough that delayed
+ * ACKs and ACK jitter leave at a policer, where a packet takes long (3
+ * of 24 Mbit/s, 3.9 ms: with 0.1 ms as the only floor, Copa moved 0.949
+ * of the policer's rate there in the model instead of 0.973).
  */
 static inline bool copa_short_buffer_full(const struct copa *ca,
 					  const struct copa_ack *ack)
 {
 	u32 dq = copa_dq_us(ca);
 
-	return dq > copa_jitter_us(ca) &&
+	return dq > max(2 * copa_pkt_us(ack), (u32)COPA_EMPTY_SLACK_US) &&
 	       (u64)dq * 4 >= (u64)copa_rtt_spread(ca) * 3 &&
 	       dq < copa_own_queue_us(ca, ack, ca->inv_delta0);
 }
