@@ -58,7 +58,6 @@
 #define COPA_HOLD_ROUNDS	48	/* rounds to hold a detected limit */
 #define COPA_TRAIN_MIN_PKTS	8	/* slow start's exit: a train of >= 8 */
 #define COPA_START_LOSS_DIV	8	/* ... then a round that lost >= 1/8 */
-#define COPA_HEAVY_LOSS_PKTS	16	/* ... (or any, and >= 16 packets) */
 #define COPA_START_ROUNDS	2	/* ... of the next 2 round ends: hold */
 #define COPA_IDLE_MIN_US	(200 * COPA_USEC_PER_MSEC) /* idle: > srtt + this */
 #define COPA_RATE_MAX_PKTS	0x4000000U /* 2^26 a round: bytes*1e6 fit u64 */
@@ -726,27 +725,6 @@ static inline u64 copa_round_sent(const struct copa *ca,
 	       copa_round_lost(ca, ack);
 }
 
-/* Did the round ending now lose 1/COPA_START_LOSS_DIV of what it sent? */
-static inline bool copa_round_lost_eighth(const struct copa *ca,
-					  const struct copa_ack *ack)
-{
-	return (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV >=
-	       copa_round_sent(ca, ack);
-}
-
-/*
- * Did the round ending now lose an eighth of what it sent and at least
- * COPA_HEAVY_LOSS_PKTS packets? Random loss of 5 % does so in at most 7
- * rounds in 10,000 (the binomial tail, worst at 128 packets a round), 1 %
- * in none.
- */
-static inline bool copa_round_lost_heavily(const struct copa *ca,
-					   const struct copa_ack *ack)
-{
-	return copa_round_lost(ca, ack) >= COPA_HEAVY_LOSS_PKTS &&
-	       copa_round_lost_eighth(ca, ack);
-}
-
 /* Did the round ending now lose limit_loss % of its packets, queue low? */
 static inline bool copa_round_limited(const struct copa *ca,
 				      const struct copa_ack *ack)
@@ -824,8 +802,7 @@ static inline bool copa_short_buffer_full(const struct copa *ca,
  * start), less what the queue holds, exceed that of the limited round
  * before by more than twice rate_tol %, or what @rate fills in
  * RTTstanding by more than four times rate_tol %, or, with a short buffer
- * full (copa_short_buffer_full()) or a heavy loss
- * (copa_round_lost_heavily()), by more than rate_tol %? With the
+ * full (copa_short_buffer_full()), by more than rate_tol %? With the
  * queue low, the delivery rate grows with the window (less the random
  * loss rate) unless a limit holds it: the first is a plateau over rounds,
  * the second a round that lost far more than random loss does, a slow
@@ -836,18 +813,8 @@ static inline bool copa_short_buffer_full(const struct copa *ca,
  * Mbit/s at delta 0.05: 1.99 and 1.40 % retransmitted in steady state
  * without it, 0.28 and 0.21 % with it: short_fifo_flat_overflow_holds).
  * Random loss rarely leaves the queue that full, and at 5 % it held as
- * often as before over 32 seeds. The heavy loss is that of a FIFO whose
- * full queue the ACKs' jitter hides, or a policer's: with delayed ACKs
- * and 0.5 ms of ACK jitter, 12 packets at 100 Mbit/s, 40 ms and delta
- * 0.1 lost an eighth of every round at a flat rate (4.16 % retransmitted
- * in the model's first 20 s, 1.04 % with this), a 100 Mbit/s policer on
- * 1 Gbit/s 7.12 % (1.84 %) and a one-packet FIFO at 100 Mbit/s 3.55 %
- * (1.17 %, at 0.647 of the link instead of 0.634); random loss held
- * as before over 32 seeds with and without delayed ACKs. On FIFOs of 3
- * to 8 packets at 40 to 200 ms it halved the retransmissions of the
- * first 20 s at up to 0.07 less of the link: the holds pace at rates
- * read in rounds that lost. Against the rate of the last hold, which a
- * limit already confirmed, half of the first two suffices.
+ * often as before over 32 seeds. Against the rate of the last hold,
+ * which a limit already confirmed, half of the first two suffices.
  */
 static inline bool copa_cwnd_beyond(const struct copa *ca,
 				    const struct copa_ack *ack, u32 cwnd,
@@ -860,8 +827,7 @@ static inline bool copa_cwnd_beyond(const struct copa *ca,
 	return (u64)copa_unqueued_cwnd(ca, ack, cwnd, rate) * 100 >
 	       (u64)(100 + tol) * ca->limit_cwnd ||
 	       (u64)cwnd * 100 > (u64)(100 + 2 * tol) * carried ||
-	       ((copa_short_buffer_full(ca, ack) ||
-		 copa_round_lost_heavily(ca, ack)) &&
+	       (copa_short_buffer_full(ca, ack) &&
 		(u64)cwnd * 100 > (u64)(100 + ca->rate_tol) * carried);
 }
 
@@ -1018,7 +984,8 @@ static inline void copa_hold_start(struct copa *ca, struct copa_ack *ack)
 	u32 rate = copa_round_rate(ca, ack);
 	u64 cap = (u64)rate + rate / COPA_ROUND_STEP_DIV;
 
-	if (rate && copa_round_lost_eighth(ca, ack)) {
+	if (rate && (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV >=
+		    copa_round_sent(ca, ack)) {
 		ca->start_sample = 0;
 		copa_hold(ca, ack, clamp_t(u64, ca->limit_rate, rate, cap));
 	} else if (ca->limit_rounds >= COPA_START_ROUNDS) {
