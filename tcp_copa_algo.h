@@ -289,12 +289,6 @@ static inline u32 copa_jitter_us(const struct copa *ca)
 	return max(copa_win_min(&ca->rtt_min) / 16, (u32)COPA_EMPTY_SLACK_US);
 }
 
-/* A tenth of the recent RTT spread, or the timer jitter if more. */
-static inline u32 copa_empty_slack_us(const struct copa *ca)
-{
-	return max(copa_rtt_spread(ca) / 10, copa_jitter_us(ca));
-}
-
 /*
  * The queue is nearly empty when dq is within a tenth of the recent RTT
  * spread or within max(100 us, RTTmin / 16), which absorbs timer jitter,
@@ -310,10 +304,10 @@ static inline u32 copa_empty_slack_us(const struct copa *ca)
 static inline bool copa_queue_nearly_empty(const struct copa *ca,
 					   const struct copa_ack *ack)
 {
+	u32 slack = max(copa_rtt_spread(ca) / 10, copa_jitter_us(ca));
 	u32 inv = max(ca->inv_delta, ca->inv_delta0);
 
-	return copa_dq_us(ca) <= max(copa_empty_slack_us(ca),
-				     copa_own_queue_us(ca, ack, inv));
+	return copa_dq_us(ca) <= max(slack, copa_own_queue_us(ca, ack, inv));
 }
 
 /*
@@ -1200,28 +1194,7 @@ static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd)
 }
 
 /*
- * Is a loss in slow start noise? It is a single packet (a policer whose
- * bucket ran dry, and a FIFO that overflows, drop runs of them at slow
- * start's rate), the round so far lost less than an eighth of cwnd
- * (COPA_START_LOSS_DIV: random loss of up to 5 % rarely does), and the
- * queue is empty, within the RTT's spread and timer jitter. Random loss
- * ended slow start there at a window that still had most of the BDP to
- * grow, at a quarter a round at most: 2 % on 12 Mbit/s, 50 ms in the
- * model, 32 seeds, moved 0.862 of the link in the first 2 s, 0.922
- * going on (start_through_random_loss). A policer pays for it: slow start
- * goes on until the next loss is reported, 0.3 to 0.45 % more of 20 s
- * retransmitted at 3, 4 and 6 Mbit/s in the model.
- */
-static inline bool copa_start_loss_noise(const struct copa *ca,
-					 const struct copa_ack *ack)
-{
-	return ack->losses == 1 &&
-	       (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV <
-	       ack->cwnd && copa_dq_us(ca) <= copa_empty_slack_us(ca);
-}
-
-/*
- * Any other loss ends slow start at once, whatever the loss reaction: a
+ * The first loss ends slow start at once, whatever the loss reaction: a
  * slow start doubles past any limit, queue or none. cwnd goes back to
  * what the path delivered in the round trip this ACK closes (the rate
  * sample's delivered count), at most half of cwnd: the previous round's
@@ -1233,8 +1206,7 @@ static inline void copa_end_slow_start_on_loss(struct copa *ca,
 {
 	u32 carried = max(ack->rs_delivered, 0);
 
-	if (!ca->slow_start || ack->losses <= 0 ||
-	    copa_start_loss_noise(ca, ack))
+	if (!ca->slow_start || ack->losses <= 0)
 		return;
 	copa_sample_start(ca, ack);
 	copa_set_cwnd(ca, ack, min(ack->cwnd / 2, carried));
