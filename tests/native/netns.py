@@ -19,6 +19,9 @@ from copa_eval.bpf import copa_bpf  # noqa: E402
 CGROUP2 = next((p for p in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
                 if os.path.exists(os.path.join(p, "cgroup.subtree_control"))),
                None)
+# Client ports the tests pass to Pair.iperf(cport=...), reserved in the
+# sender's namespace.
+CPORTS = "41000-41099"
 BAD_KERNEL_LOG = re.compile(r"WARNING|BUG|Oops|refcount|general protection")
 
 
@@ -71,6 +74,13 @@ class Pair:
                     "dev", dev)
             run("ip", "-n", ns, "link", "set", dev, "up")
             run("ip", "-n", ns, "link", "set", "lo", "up")
+        # The tests name their flows by client port (iperf3 --cport, the
+        # copa_flows key). Keep those ports out of the ephemeral range:
+        # a control connection given one of them, still in TIME_WAIT to
+        # the same server, made a later --cport connect fail with
+        # EADDRINUSE.
+        run("ip", "netns", "exec", self.snd, "sysctl", "-qw",
+            f"net.ipv4.ip_local_reserved_ports={CPORTS}")
         return self
 
     def dst(self, i=0):

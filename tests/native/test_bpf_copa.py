@@ -199,8 +199,12 @@ def test_per_prefix(pair, cgroup):
     assert (fa["delta"], fa["competitive"], fa["loss_reaction"], fa["source"]) == (100, 0, 5, 1)
     assert (fb["delta"], fb["competitive"], fb["loss_reaction"], fb["source"]) == (40, 1, 0, 1)
     assert sender_cc(c) == "bpf_copa" and fc["delta"] == 500 and fc["source"] == 0
-    # 1/delta in 1/256 units: each flow ran with its own delta.
-    assert fa["inv_delta"] <= 10 * 256 and fb["inv_delta"] >= 20 * 256
+    # 1/delta in 1/256 units: each flow ran with its own delta. The
+    # second's may be regrowing from half its configured 25 after a
+    # hold: veth reorders across CPUs, and the spurious losses (all
+    # undone by DSACK) can read as a limited round. Nothing takes it
+    # below half (loss_reaction=0), while the first never exceeds 10.
+    assert fa["inv_delta"] <= 10 * 256 and fb["inv_delta"] >= 25 * 256 // 2
 
 
 def test_bad_prefix_value_is_not_stored(pair, cgroup):
