@@ -147,6 +147,9 @@ struct cfg {
 	u32	burst_delay_us;	/* extra delay in the burst: a standing queue */
 	u32	cwnd_clamp;	/* 0: the kernel's default, ~0 */
 	u64	sample_at_us;	/* record RTTmin and the mode then, 0: never */
+	u64	bulk_at_us;	/* the application sends one packet at 0
+				 * (iperf3's cookie), the rest from here;
+				 * 0: all from the start */
 	u32	shaper_burst;	/* bytes: the FIFO drains as a token-bucket
 				 * shaper (tbf) with this bucket, sending
 				 * at line rate while it has tokens; 0: a
@@ -482,9 +485,15 @@ static bool cwnd_limited(const struct sim *s)
 	return s->is_cwnd_limited;
 }
 
+/* The application holds the data back: only its first packet is out. */
+static bool app_waits(const struct sim *s)
+{
+	return s->snd_nxt && s->t < s->c->bulk_at_us * PS_PER_US;
+}
+
 static bool can_send(const struct sim *s)
 {
-	return s->inflight < s->cwnd &&
+	return s->inflight < s->cwnd && !app_waits(s) &&
 	       s->snd_nxt - s->ack_hi < s->ring_mask;
 }
 
@@ -864,7 +873,10 @@ static void run(const struct cfg *c, struct result *r)
 			    s.acks[s.ack_head & s.ack_mask].at : NEVER;
 		u64 t_timer = s.rcv_pending ? s.rcv_deadline : NEVER;
 		u64 t_probe = probe_deadline(&s);
+		u64 t_app = app_waits(&s) ? c->bulk_at_us * PS_PER_US : NEVER;
 		u64 t = min(min(t_send, t_ack), min(t_timer, t_probe));
+
+		t = min(t, t_app);
 
 		if (t == NEVER)
 			fail("deadlock at %llu ps", (unsigned long long)s.t);
@@ -880,7 +892,7 @@ static void run(const struct cfg *c, struct result *r)
 			rcv_flush_timer(&s);
 		} else if (t == t_probe) {
 			s.pending_losses += mark_lost(&s, 0, true);
-		} else {
+		} else if (t == t_send) {
 			send_one(&s);
 		}
 	}
@@ -1195,6 +1207,30 @@ static bool clock_wrap_100k_pkts_mss_65483(char *out, size_t len)
 	return r.crossed_2_32 && r0.acks == r.acks &&
 	       r0.cwnd_min == r.cwnd_min && r0.cwnd_max == r.cwnd_max &&
 	       r0.cwnd_avg == r.cwnd_avg && r0.util == r.util;
+}
+
+/*
+ * An application that sends one small packet before its data (iperf3's
+ * cookie on its data connection; a request): 12 Mbit/s, 50 ms, FIFO of
+ * 1 BDP, the data from 200 ms on. The first round of data goes out with
+ * the initial window (copa_on_tx_start()), not the one packet per RTT
+ * the cookie's rate sample measured: at least 0.6 of the link over the
+ * data's first 8 round trips. Capped at the sample, slow start began at
+ * 2 packets and moved 0.39.
+ */
+static bool start_after_small_packet(char *out, size_t len)
+{
+	struct cfg c = mklink(12, 50, 1448, 500);
+	struct result r;
+
+	c.fifo = (u32)bdp_pkts(&c, c.rate_bps);
+	c.bulk_at_us = 200000;
+	c.measure_from_us = c.bulk_at_us;
+	c.duration_us = c.bulk_at_us + 8 * c.rtt_us;
+	run(&c, &r);
+	OUT("util %.3f (>= 0.6) over the first 8 RTTs of data; cwnd max %u",
+	    r.util, r.cwnd_max);
+	return r.util >= 0.6;
 }
 
 /*
@@ -1735,6 +1771,7 @@ static const struct tcase cases[] = {
 	CASE(host_jitter_10_gbit),
 	CASE(subpacket_progress),
 	CASE(clock_wrap_100k_pkts_mss_65483),
+	CASE(start_after_small_packet),
 	CASE(recovery_after_cut_10k_pkts),
 	CASE(rtt_min_hold_ends_after_route_change),
 	CASE(slow_start_overshoot_drains),
