@@ -924,6 +924,14 @@ static inline void copa_forget_limit(struct copa *ca)
 	ca->start_sample = 0;
 }
 
+/* No hold, and no limit to hold at: Copa's delay rule decides. */
+static inline void copa_forget_hold(struct copa *ca)
+{
+	ca->hold_rate = 0;
+	ca->limit_rounds = 0;
+	copa_forget_limit(ca);
+}
+
 /*
  * Did the ACK train that ended slow start on a loss meet a bottleneck
  * before the loss? Its rate (this round's delivery so far, from at least
@@ -1363,9 +1371,7 @@ static inline void copa_restart(struct copa *ca, u32 cwnd, u32 delivered)
 	ca->dir = COPA_FLAT;
 	copa_reset_velocity(ca);
 	ca->cwnd_acc = 0;
-	ca->hold_rate = 0;
-	ca->limit_rounds = 0;
-	copa_forget_limit(ca);
+	copa_forget_hold(ca);
 	ca->limit_held = 0;
 	ca->round_drop = 0;
 	ca->loss_lost = 0;
@@ -1425,11 +1431,8 @@ static inline void copa_undo_limit(struct copa *ca)
 {
 	ca->round_drop = 0;
 	ca->round_loss = ca->round_ece;
-	if (ca->prior_held || ca->probing)
-		return;
-	copa_forget_limit(ca);
-	ca->hold_rate = 0;
-	ca->limit_rounds = 0;
+	if (!ca->prior_held && !ca->probing)
+		copa_forget_hold(ca);
 }
 
 /*
