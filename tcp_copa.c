@@ -47,12 +47,14 @@
  * queueing, or noise. Two such rounds that lose at least 1% at delivery
  * rates within 12% of each other, while the part of cwnd the queue does
  * not hold grew by more than 24% (or cwnd exceeds by 48% what the rate
- * carries in RTTstanding, or by 12% while the queue's trough stays near
- * its peak and below Copa's target queue: a short buffer, full), mean a
- * limit: a token-bucket policer, or a buffer shorter than Copa's target
- * queue. A full link with random loss or an AQM's drops also delivers a
- * flat rate, but what cwnd adds there waits in the queue rather than
- * being dropped.
+ * carries in RTTstanding), mean a limit: a token-bucket policer, or a
+ * buffer shorter than Copa's target queue. A full link with random loss
+ * or an AQM's drops also delivers a flat rate, but what cwnd adds there
+ * waits in the queue rather than being dropped. One such round suffices
+ * while the queue's trough stays near its peak and below Copa's target
+ * queue (a short buffer, full) and cwnd exceeds by 12% what the round
+ * carried. Growth that lost nothing for four rounds and then dropped adds
+ * at most cwnd / 16 a round, not cwnd / 4, while its sample stands.
  * Copa then holds the lower rate (the mean, when the earlier one was the
  * last hold's), paced, with a window of 1.5 times its BDP, for 48
  * rounds, twice as long (up to 255) after each probe that met the same
