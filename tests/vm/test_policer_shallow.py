@@ -13,18 +13,17 @@ rate the link delivers. Issue 10 asks for 1.0x; this bound is a
 regression guard, not the goal. Without the detector's hold Copa grows
 into the drops every round (89% retransmitted in the model's
 fifo_5_pkts_delta_0_1 with detect=0, over 200x CUBIC's). With it, most
-of Copa's loss is its start: slow start's overshoot, which now holds at
-once (53 to 99 packets in the first second of traced runs, 150 to 190
-before), and, where that hold read slow start's own rate below the
-link's (a burst overflows the FIFO while the window is still below the
-BDP), the probe after it, growing past the FIFO for several rounds
-before two limited rounds agree (57 packets in one traced run). The
-ratio's spread is CUBIC's and that probe's: over four runs at this
-code (one of them in CI) CUBIC retransmitted 0.48 to 0.67 % and copa or
-copa_policer 0.38 to 1.28 %, 0.57x to 2.65x CUBIC's; CUBIC has read as
-little as 0.19 % (before the start hold, 1.19x to 4.92x over nineteen
-runs, and one CI run 7.26x). Ten times CUBIC's stays far below what a
-missing hold costs.
+of Copa's loss is its start and its probes after holds. Where the
+initial window's burst ends slow start at a few packets, the ramp after
+it grows at a sixteenth a round once a loss-free ramp drops
+(ramp_slows_after_first_drop; 75 to 80 packets lost in traced runs
+before, about 53 after), and a probe that overflows the full FIFO holds
+at its first limited round. Five runs at 6bd4e12 (2026-11-26): copa
+retransmitted 0.28 to 0.74 %, 0.20x to 0.97x CUBIC's (median 0.67x),
+copa_policer 0.33 to 1.85 %, 0.29x to 1.34x (median 1.02x); CUBIC 0.34
+to 1.38 % in those runs, and as little as 0.19 % in earlier ones, where
+Copa's 0.3 to 0.7 % would read 2x to 4x. Ten times CUBIC's stays far
+below what a missing hold costs.
 """
 
 import os
