@@ -1650,6 +1650,58 @@ LOSS_CASE(fifo_1_pkt, "fifo 1 pkt 12/40", 0.95, 0.015)
 LOSS_CASE(fifo_5_pkts_delta_0_1, "fifo 5 pkt 12/40 d0.1", 0.95, 0.015)
 
 /*
+ * The round a probe ends on a full 5-packet FIFO, set up directly (12
+ * Mbit/s, RTTmin 40 ms, RTTstanding 44 ms, RTT max 45 ms, srtt 45 ms, delta
+ * 0.1): 60 packets sent, 40 delivered and 5 lost in 44 ms (1.32 MB/s,
+ * 40 packets in RTTstanding), and a limit sample a quarter below that
+ * rate, so the two disagree. With the buffer full it holds at once at
+ * the round's rate (copa_short_buffer_over()); with the queue empty
+ * (RTTstanding at RTTmin) the round only becomes the new sample. In the
+ * VM such rounds, reading rates up to a fifth apart, kept a probe at a
+ * full FIFO for 14 rounds before two agreed.
+ */
+static bool short_buffer_round(u32 standing_us, struct copa *ca, u32 *rate)
+{
+	struct copa_ack a = {
+		.now_us = 10000000 + 44000, .srtt_us = 45000, .cwnd = 60,
+		.cwnd_clamp = COPA_MAX_CWND, .mss = 1448,
+		.delivered = 1000 + 40, .lost = 100 + 5, .rtt_us = -1,
+	};
+
+	copa_reset(ca, 100, true, 5, 60, 0);
+	ca->slow_start = 0;
+	ca->round_slow_start = 0;
+	ca->rtt_min = (struct copa_win){ 40000, 40000, 10000000 };
+	ca->rtt_standing = (struct copa_win){ standing_us, standing_us,
+					      10000000 };
+	ca->rtt_max = (struct copa_win){ 45000, 45000, 10000000 };
+	ca->next_round_delivered = 1000;
+	ca->round_start_us = 10000000;
+	ca->round_start_lost = 100;
+	ca->round_drop = 1;
+	*rate = copa_round_rate(ca, &a);
+	ca->limit_rate = *rate / 4 * 3;
+	ca->limit_cwnd = 45;
+	copa_detect_limit(ca, &a, 60);
+	return ca->hold_rate == *rate;
+}
+
+static bool short_buffer_overflow_holds(char *out, size_t len)
+{
+	struct copa full, empty;
+	u32 rate;
+	bool held_full = short_buffer_round(44000, &full, &rate);
+
+	short_buffer_round(40000, &empty, &rate);
+
+	snprintf(out, len,
+		 "round at %u B/s, sample %u B/s: full FIFO holds %u B/s; empty queue holds %u, new sample %u B/s",
+		 rate, rate / 4 * 3, full.hold_rate, empty.hold_rate,
+		 empty.limit_rate);
+	return held_full && !empty.hold_rate && empty.limit_rate == rate;
+}
+
+/*
  * A FIFO shorter than Copa's target, full while Copa no longer grows,
  * holds (copa_short_buffer_full()): at delta 0.05, 10 packets at
  * 12 Mbit/s and 12 at 50 Mbit/s, each at most 0.6 % retransmitted in
@@ -1924,6 +1976,7 @@ static const struct tcase cases[] = {
 	CASE(start_holds_short_fifo),
 	CASE(ramp_slows_after_first_drop),
 	CASE(short_fifo_flat_overflow_holds),
+	CASE(short_buffer_overflow_holds),
 	CASE(random_loss_1pct_1000_mbit),
 	CASE(fifo_1_pkt),
 	CASE(fifo_5_pkts_delta_0_1),
