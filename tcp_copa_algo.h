@@ -1296,11 +1296,13 @@ static inline void copa_end_slow_start_on_loss(struct copa *ca,
  * still a round late. At a quarter a round, a ramp that a 5-packet FIFO
  * ended (12 Mbit/s, 40 ms, delta 0.1, after the initial window's burst
  * had ended slow start at 9 packets) grew from 47 to 78 packets before the
- * hold, and lost 75 to 80 packets in the VM; a sixteenth loses 53. Random
- * loss rarely leaves four rounds clean (1 % at a 50-packet window does,
- * about one time in seven) and then makes its samples disagree, which
- * clears the bound: random_loss_never_holds and the loss matrix from the
- * start moved by nothing. Probes after a hold keep the quarter: growing
+ * hold and lost 28 to 80 packets in the VM (median 78 of five runs); a
+ * sixteenth, 12 to 114 (median 54 of four; a sample that disagrees ends
+ * the bound). Random loss rarely leaves four rounds clean (1 % at a
+ * 50-packet window does, about one time in seven) and then makes its
+ * samples disagree, which clears the bound: random_loss_never_holds and
+ * the model's policer and random-loss links, start included, moved by
+ * nothing. Probes after a hold keep the quarter: growing
  * slower past a known limit only adds rounds that lose before the
  * detector sees the window outgrow it.
  */
