@@ -53,8 +53,7 @@
  * waits in the queue rather than being dropped. One such round suffices
  * while the queue's trough stays near its peak and below Copa's target
  * queue (a short buffer, full) and cwnd exceeds by 12% what the round
- * carried. Growth that lost nothing for four rounds and then dropped adds
- * at most cwnd / 16 a round, not cwnd / 4, while its sample stands.
+ * carried.
  * Copa then holds the lower rate (the mean, when the earlier one was the
  * last hold's), paced, with a window of 1.5 times its BDP, for 48
  * rounds, twice as long (up to 255) after each probe that met the same

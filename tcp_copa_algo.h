@@ -46,8 +46,6 @@
 #define COPA_QUEUE_BDP_DIV	4	/* queue aimed at <= BDP / 4 ... */
 #define COPA_QUEUE_MIN		COPA_UNIT	/* ... and >= 1 packet */
 #define COPA_ROUND_STEP_DIV	4	/* a round adds <= cwnd / 4 ... */
-#define COPA_RAMP_STEP_DIV	16	/* ... or cwnd / 16 after a ramp's drop */
-#define COPA_RAMP_ROUNDS	4	/* a ramp: this many loss-free rounds */
 #define COPA_DRAIN_NUM		3	/* ... and removes <= 3/4 of the queue */
 #define COPA_DRAIN_DEN		4
 #define COPA_DRAIN_ROUNDS	3	/* round starts to drain slow start's */
@@ -92,7 +90,7 @@ struct copa_win {
 	u32	start;		/* low 32 bits of the clock, us */
 };
 
-/* Per-socket Copa state, in icsk_ca_priv (all of its 104 bytes). */
+/* Per-socket Copa state, in icsk_ca_priv (103 of its 104 bytes). */
 struct copa {
 	struct copa_win	rtt_min;	/* min RTT over max(10 s, 20 RTTmin) */
 	struct copa_win	rtt_standing;	/* min RTT over srtt/2 */
@@ -128,9 +126,7 @@ struct copa {
 		start_sample:1;		/* limit_rate: slow start's last train */
 	u8	limit_loss:7,		/* percent a limited round loses, 1-100 */
 		detect:1;		/* rate-limit detection on */
-	u8	rate_tol:7,		/* percent two limited rounds may differ */
-		ramp_limit:1;		/* limit_rate: the round that ended a ramp */
-	u8	clean_rounds;		/* loss-free rounds in a row, to RAMP_ROUNDS */
+	u8	rate_tol;		/* percent two limited rounds may differ */
 	u8	slow_start:1,		/* still in slow start */
 		competitive_on:1,	/* competitive mode allowed */
 		competitive:1,		/* competing with a buffer-filler */
@@ -911,7 +907,6 @@ static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
 	ca->limit_cwnd = ack->cwnd;
 	ca->limit_rounds = 0;
 	ca->limit_held = 1;
-	ca->ramp_limit = 0;
 	ca->probing = 1;
 	ca->hold_rate = 0;
 	ca->inv_delta = max(ca->inv_delta0 / 2, COPA_INV_DELTA_MIN);
@@ -941,7 +936,6 @@ static inline u32 copa_hold_rate(const struct copa *ca, u32 rate)
 static inline void copa_forget_limit(struct copa *ca)
 {
 	ca->limit_rate = 0;
-	ca->ramp_limit = 0;
 	ca->probing = 0;
 	ca->start_sample = 0;
 }
@@ -986,7 +980,6 @@ static inline void copa_sample_start(struct copa *ca,
 	ca->limit_rate = rate;
 	ca->limit_rounds = 0;
 	ca->limit_held = 0;
-	ca->ramp_limit = 0;
 	ca->start_sample = 1;
 }
 
@@ -1028,9 +1021,7 @@ static inline void copa_hold_start(struct copa *ca, struct copa_ack *ack)
 
 /*
  * Take the limited round ending now, its window @cwnd and its delivery
- * @rate, as the sample the next limited round is compared with. It ends a
- * ramp if the COPA_RAMP_ROUNDS rounds before it lost nothing and no probe
- * after a hold is under way (copa_round_step()).
+ * @rate, as the sample the next limited round is compared with.
  */
 static inline void copa_sample_limit(struct copa *ca,
 				     const struct copa_ack *ack, u32 cwnd,
@@ -1042,7 +1033,6 @@ static inline void copa_sample_limit(struct copa *ca,
 	ca->limit_cwnd = copa_unqueued_cwnd(ca, ack, max(cwnd, sent), rate);
 	ca->limit_rounds = 0;
 	ca->limit_held = 0;
-	ca->ramp_limit = !ca->probing && ca->clean_rounds >= COPA_RAMP_ROUNDS;
 }
 
 /*
@@ -1193,10 +1183,6 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 		copa_count_hold(ca, ack);
 	else
 		copa_detect_limit(ca, ack, round_cwnd);
-	if (ca->round_loss || ca->round_drop)
-		ca->clean_rounds = 0;
-	else if (ca->clean_rounds < COPA_RAMP_ROUNDS)
-		ca->clean_rounds++;
 	ca->round_loss = 0;
 	ca->round_ece = 0;
 	ca->round_drop = 0;
@@ -1287,24 +1273,6 @@ static inline void copa_end_slow_start_on_loss(struct copa *ca,
  * otherwise be the least Copa moves, most of a small window. While slow
  * start's overshoot drains (drain_rounds), a decrease moves by the bound
  * itself (copa_end_slow_start_on_queue).
- *
- * Up, the bound is cwnd / COPA_RAMP_STEP_DIV instead while the limit
- * sample is the round that ended a ramp (ramp_limit, copa_detect_limit()):
- * growth that lost nothing for COPA_RAMP_ROUNDS rounds and then dropped
- * packets with the queue low has met a buffer too short for Copa's queue,
- * or a policer, and the next rounds decide which while their losses are
- * still a round late. At a quarter a round, a ramp that a 5-packet FIFO
- * ended (12 Mbit/s, 40 ms, delta 0.1, after the initial window's burst
- * had ended slow start at 9 packets) grew from 47 to 78 packets before the
- * hold and lost 28 to 80 packets in the VM (median 78 of five runs); a
- * sixteenth, 12 to 114 (median 54 of four; a sample that disagrees ends
- * the bound). Random loss rarely leaves four rounds clean (1 % at a
- * 50-packet window does, about one time in seven) and then makes its
- * samples disagree, which clears the bound: random_loss_never_holds and
- * the model's policer and random-loss links, start included, moved by
- * nothing. Probes after a hold keep the quarter: growing
- * slower past a known limit only adds rounds that lose before the
- * detector sees the window outgrow it.
  */
 static inline u64 copa_round_step(const struct copa *ca, u32 cwnd,
 				  bool increase)
@@ -1314,8 +1282,7 @@ static inline u64 copa_round_step(const struct copa *ca, u32 cwnd,
 	u64 cap;
 
 	if (increase)
-		cap = ((u64)cwnd << COPA_SHIFT) /
-		      (ca->ramp_limit ? COPA_RAMP_STEP_DIV : COPA_ROUND_STEP_DIV);
+		cap = ((u64)cwnd << COPA_SHIFT) / COPA_ROUND_STEP_DIV;
 	else
 		cap = div_u64(((u64)cwnd << COPA_SHIFT) * copa_dq_us(ca) *
 			      COPA_DRAIN_NUM, COPA_DRAIN_DEN * max(standing, 1U));
@@ -1444,7 +1411,6 @@ static inline void copa_restart(struct copa *ca, u32 cwnd, u32 delivered)
 	ca->dir = COPA_FLAT;
 	copa_reset_velocity(ca);
 	ca->cwnd_acc = 0;
-	ca->clean_rounds = 0;
 	copa_forget_hold(ca);
 	ca->limit_held = 0;
 	ca->round_drop = 0;

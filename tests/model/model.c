@@ -1786,45 +1786,32 @@ static bool random_loss_never_holds(char *out, size_t len)
 #define START_SEEDS	8
 #define START_US	3000000
 
-/* The most any of START_SEEDS runs on @l drops in its first START_US. */
-static u64 start_drops(const struct loss_link *l, bool jitter)
-{
-	struct cfg c = loss_cfg(l, 5, true);
-	struct result r;
-	u64 most = 0;
-	u32 k;
-
-	c.duration_us = START_US;
-	c.measure_from_us = 0;
-	if (jitter)
-		c.ack_every = 2, c.jitter_us = 500;
-	for (k = 0; k < START_SEEDS; k++) {
-		c.seed = loss_seed(k);
-		run(&c, &r);
-		most = max_t(u64, most, r.dropped);
-	}
-	return most;
-}
-
 static bool start_holds_short_fifo(char *out, size_t len)
 {
 	static const char *const links[] = { "fifo 16 pkt 12/40 d0.05",
 					     "fifo 12 pkt 24/40 d0.05" };
 	bool ok = true;
 	int n = 0;
-	u32 i;
+	u32 i, k;
 
 	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
 		const struct loss_link *l = loss_link_named(links[i]);
 		struct cfg c;
+		u64 most = 0;
 		double bdp;
-		u64 most;
+		struct result r;
 
 		if (!l)
 			return false;
 		c = loss_cfg(l, 5, true);
+		c.duration_us = START_US;
+		c.measure_from_us = 0;
 		bdp = bdp_pkts(&c, c.rate_bps);
-		most = start_drops(l, false);
+		for (k = 0; k < START_SEEDS; k++) {
+			c.seed = loss_seed(k);
+			run(&c, &r);
+			most = max_t(u64, most, r.dropped);
+		}
 		n += snprintf(out + n, len - n,
 			      "%s%s: at most %llu dropped (<= %.0f)",
 			      n ? "; " : "", l->name,
@@ -1832,36 +1819,6 @@ static bool start_holds_short_fifo(char *out, size_t len)
 		ok &= most <= 2 * bdp;
 	}
 	return ok;
-}
-
-/*
- * A ramp that ends in drops slows down while the detector decides
- * (copa_round_step()): on the 5-packet FIFO at 12 Mbit/s, 40 ms and delta
- * 0.1, the initial window's burst overflows the FIFO, slow start ends at
- * a few packets, and Copa grows with the queue empty until the FIFO drops
- * again. Each of START_SEEDS runs drops at most 1.2 BDPs in its first
- * START_US, or 2.75 BDPs with delayed ACKs and 0.5 ms of ACK jitter.
- * Growing on by a quarter a round, they dropped 61 and 125 packets (1.4
- * and 2.9 BDPs); a sixteenth, 37 and 103.
- */
-static bool ramp_slows_after_first_drop(char *out, size_t len)
-{
-	const struct loss_link *l = loss_link_named("fifo 5 pkt 12/40 d0.1");
-	struct cfg c;
-	u64 plain, jitter;
-	double bdp;
-
-	if (!l)
-		return false;
-	c = loss_cfg(l, 5, true);
-	bdp = bdp_pkts(&c, c.rate_bps);
-	plain = start_drops(l, false);
-	jitter = start_drops(l, true);
-	snprintf(out, len,
-		 "%s: at most %llu dropped (<= %.0f); with delayed ACKs and jitter %llu (<= %.0f)",
-		 l->name, (unsigned long long)plain, 1.2 * bdp,
-		 (unsigned long long)jitter, 2.75 * bdp);
-	return plain <= 1.2 * bdp && jitter <= 2.75 * bdp;
 }
 
 /*
@@ -1974,7 +1931,6 @@ static const struct tcase cases[] = {
 	CASE(random_loss_never_holds),
 	CASE(growth_after_cut_never_holds),
 	CASE(start_holds_short_fifo),
-	CASE(ramp_slows_after_first_drop),
 	CASE(short_fifo_flat_overflow_holds),
 	CASE(short_buffer_overflow_holds),
 	CASE(random_loss_1pct_1000_mbit),

@@ -13,17 +13,15 @@ rate the link delivers. Issue 10 asks for 1.0x; this bound is a
 regression guard, not the goal. Without the detector's hold Copa grows
 into the drops every round (89% retransmitted in the model's
 fifo_5_pkts_delta_0_1 with detect=0, over 200x CUBIC's). With it, most
-of Copa's loss is its start and its probes after holds. Where the
-initial window's burst ends slow start at a few packets, the ramp after
-it grows at a sixteenth a round once a loss-free ramp drops
-(ramp_slows_after_first_drop; 75 to 80 packets lost in traced runs
-before, about 53 after), and a probe that overflows the full FIFO holds
-at its first limited round. Five runs at 6bd4e12 (2026-11-26): copa
-retransmitted 0.28 to 0.74 %, 0.20x to 0.97x CUBIC's (median 0.67x),
-copa_policer 0.33 to 1.85 %, 0.29x to 1.34x (median 1.02x); CUBIC 0.34
-to 1.38 % in those runs, and as little as 0.19 % in earlier ones, where
-Copa's 0.3 to 0.7 % would read 2x to 4x. Ten times CUBIC's stays far
-below what a missing hold costs.
+of Copa's loss is its start and its probes after holds (10 to 15
+packets each). Where the initial window's burst ends slow start at a
+few packets, the ramp after it loses 28 to 80 packets before a hold
+(median 78 of five traced runs); a probe that overflows the full FIFO
+now holds at its first limited round (short_buffer_overflow_holds).
+Over earlier runs copa and copa_policer retransmitted 0.38 to 1.28 %,
+0.57x to 2.65x CUBIC's, and CUBIC has read 0.19 to 1.38 %: its spread
+sets the ratio's. Ten times CUBIC's stays far below what a missing hold
+costs.
 """
 
 import os
