@@ -17,11 +17,14 @@ of Copa's loss is its start and its probes after holds (10 to 15
 packets each). Where the initial window's burst ends slow start at a
 few packets, the ramp after it loses 28 to 80 packets before a hold
 (median 78 of five traced runs); a probe that overflows the full FIFO
-now holds at its first limited round (short_buffer_overflow_holds).
-Over earlier runs copa and copa_policer retransmitted 0.38 to 1.28 %,
-0.57x to 2.65x CUBIC's, and CUBIC has read 0.19 to 1.38 %: its spread
-sets the ratio's. Ten times CUBIC's stays far below what a missing hold
-costs.
+can now hold at its first limited round (short_buffer_overflow_holds),
+though in the VM it does not always fire.
+Six runs at 99ae780 (one in CI): copa retransmitted 0.31 to 1.47 %,
+0.67x to 3.59x CUBIC's (median 1.43x), copa_policer 0.40 to 1.30 %,
+0.98x to 2.78x (median 1.35x); the high ones are a probe or a ramp
+losing 100 to 230 packets at once. CUBIC has read 0.19 to 1.38 %: its
+spread and those single episodes set the ratio's. Ten times CUBIC's
+stays far below what a missing hold costs.
 """
 
 import os
