@@ -1660,7 +1660,7 @@ LOSS_CASE(fifo_5_pkts_delta_0_1, "fifo 5 pkt 12/40 d0.1", 0.95, 0.015)
  * VM such rounds, reading rates up to a fifth apart, kept a probe at a
  * full FIFO for 14 rounds before two agreed.
  */
-static bool short_buffer_round(u32 standing_us, struct copa *ca, u32 *rate)
+static void short_buffer_round(u32 standing_us, struct copa *ca, u32 *rate)
 {
 	struct copa_ack a = {
 		.now_us = 10000000 + 44000, .srtt_us = 45000, .cwnd = 60,
@@ -1683,22 +1683,20 @@ static bool short_buffer_round(u32 standing_us, struct copa *ca, u32 *rate)
 	ca->limit_rate = *rate / 4 * 3;
 	ca->limit_cwnd = 45;
 	copa_detect_limit(ca, &a, 60);
-	return ca->hold_rate == *rate;
 }
 
 static bool short_buffer_overflow_holds(char *out, size_t len)
 {
 	struct copa full, empty;
 	u32 rate;
-	bool held_full = short_buffer_round(44000, &full, &rate);
 
+	short_buffer_round(44000, &full, &rate);
 	short_buffer_round(40000, &empty, &rate);
-
-	snprintf(out, len,
-		 "round at %u B/s, sample %u B/s: full FIFO holds %u B/s; empty queue holds %u, new sample %u B/s",
-		 rate, rate / 4 * 3, full.hold_rate, empty.hold_rate,
-		 empty.limit_rate);
-	return held_full && !empty.hold_rate && empty.limit_rate == rate;
+	OUT("round at %u B/s, sample %u B/s: full FIFO holds %u B/s; empty queue holds %u, new sample %u B/s",
+	    rate, rate / 4 * 3, full.hold_rate, empty.hold_rate,
+	    empty.limit_rate);
+	return full.hold_rate == rate && !empty.hold_rate &&
+	       empty.limit_rate == rate;
 }
 
 /*
