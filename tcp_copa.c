@@ -147,7 +147,6 @@ static bool copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
 		.rtt_us		= rs->rtt_us < 0 ? -1 :
 				  (s32)min_t(long, rs->rtt_us, S32_MAX),
 		.cwnd_limited	= tcp_is_cwnd_limited(sk),
-		.ack_delayed	= rs->is_ack_delayed,
 		.app_limited	= rs->is_app_limited,
 	};
 	return true;

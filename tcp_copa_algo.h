@@ -94,7 +94,7 @@ struct copa_win {
 struct copa {
 	struct copa_win	rtt_min;	/* min RTT over max(10 s, 20 RTTmin) */
 	struct copa_win	rtt_standing;	/* min RTT over srtt/2 */
-	struct copa_win	rtt_max;	/* max RTT over 4 srtt */
+	struct copa_win	rtt_max;	/* max rtt_standing over 4 srtt */
 	u32	next_round_delivered;	/* delivered count ending this round */
 	u32	round_start_us;		/* clock low bits as this round began */
 	u32	round_start_lost;	/* lost count as this round began */
@@ -164,7 +164,6 @@ struct copa_ack {
 	s32	losses;		/* packets newly marked lost */
 	s32	rtt_us;		/* RTT sample, -1 if none */
 	u8	cwnd_limited:1,	/* the window, not the sender, limited sending */
-		ack_delayed:1,	/* the receiver delayed this ACK */
 		app_limited:1;	/* the sample was application-limited */
 };
 
@@ -278,7 +277,10 @@ static inline u32 copa_own_queue_us(const struct copa *ca,
 		     max(copa_win_min(&ca->rtt_min) / 2, copa_pkt_us(ack)));
 }
 
-/* The RTT's recent spread: the highest RTT of the last rounds above RTTmin. */
+/*
+ * The RTT's recent spread: the highest RTTstanding of the last rounds
+ * above RTTmin (rtt_max, see copa_update_rtt()).
+ */
 static inline u32 copa_rtt_spread(const struct copa *ca)
 {
 	return copa_win_max(&ca->rtt_max) - copa_win_min(&ca->rtt_min);
@@ -383,9 +385,17 @@ static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 	copa_win_min_update(&ca->rtt_min, now, copa_rtt_min_keep_half(ca),
 			    rtt);
 	copa_win_min_update(&ca->rtt_standing, now, srtt / 4, rtt);
-	/* Delayed ACKs inflate samples: keep them out of the spread. */
-	if (!ack->ack_delayed)
-		copa_win_max_update(&ca->rtt_max, now, 2 * srtt, rtt);
+	/*
+	 * The spread's top is the highest RTTstanding, not the highest
+	 * sample: a host that stalls (an emulator's vCPU, a busy softirq)
+	 * and a delayed ACK each hold up a few ACKs by milliseconds, a
+	 * spread the queue never had. TCG read 2 to 10 ms of it every few
+	 * rounds at 12 Mbit/s, twice a 5-packet FIFO's 5 ms, so a full
+	 * short buffer never looked full (copa_short_buffer_full()). A
+	 * minimum over half an srtt keeps to the queue.
+	 */
+	copa_win_max_update(&ca->rtt_max, now, 2 * srtt,
+			    copa_win_min(&ca->rtt_standing));
 	if (copa_queue_nearly_empty(ca, ack))
 		ca->empty_seen = 1;
 }
@@ -766,8 +776,8 @@ static inline u32 copa_unqueued_cwnd(const struct copa *ca,
 
 /*
  * Is the queue a full buffer shorter than Copa's target? Its trough this
- * round, dq, is at least 3/4 of the highest RTT of the last rounds above
- * RTTmin (the buffer stayed full; ACK jitter blurs the top), more than
+ * round, dq, is at least 3/4 of the spread (copa_rtt_spread(): the buffer
+ * stayed full; ACK jitter blurs the top), more than
  * two packets' time (copa_pkt_us(); a delayed ACK waits for a second
  * packet) and COPA_EMPTY_SLACK_US of timer jitter, and below the queue
  * Copa aims at with its configured delta. Copa sits at its target there,

@@ -239,7 +239,6 @@ static __always_inline bool copa_ack_begin(struct sock *sk,
 	ack->losses = rs->losses;
 	ack->rtt_us = rtt_us < 0 ? -1 : (s32)min_t(long, rtt_us, S32_MAX);
 	ack->cwnd_limited = copa_cwnd_limited(tp);
-	ack->ack_delayed = rs->is_ack_delayed;
 	ack->app_limited = rs->is_app_limited;
 	return true;
 }

@@ -14,7 +14,8 @@
  * MODEL_START=S measures the loss links' first S seconds instead of 5 to
  * 30 s, MODEL_SEEDS and MODEL_SEED0 choose how many seeds and from which,
  * MODEL_REORDER=P reorders 4 packets with probability P per packet
- * (cfg.reorder).
+ * (cfg.reorder), MODEL_STALL=P holds up an ACK, and those behind it, by
+ * up to 10 ms with probability P (cfg.stall).
  *
  * The model
  * ---------
@@ -42,8 +43,7 @@
  *   newest acknowledged packet was sent), delivered, acked_sacked and
  *   losses, the RTT of the newest acknowledged packet in us (so with
  *   sub-millisecond detail), srtt as tcp_rtt_estimator()'s EWMA (7/8),
- *   tcp_is_cwnd_limited() with tcp_cwnd_validate()'s bookkeeping, the
- *   delayed-ACK flag;
+ *   tcp_is_cwnd_limited() with tcp_cwnd_validate()'s bookkeeping;
  * - losses are marked as RACK does without reordering: a dropped packet
  *   is lost once a later packet is acknowledged, or, at the tail, when a
  *   probe timer (2 srtt + 10 ms) fires; the next ACK reports them;
@@ -157,6 +157,10 @@ struct cfg {
 				 * 0: all from the start */
 	double	reorder;	/* probability a packet starts a reordering */
 	u32	reorder_len;	/* packets each reordering delays */
+	double	stall;		/* probability an ACK is held up, and */
+	u32	stall_us;	/* up to this long, with those behind it: an
+				 * emulator's stalled vCPU (TCG reads RTT
+				 * outliers of 2 to 10 ms at 12 Mbit/s) */
 	u32	shaper_burst;	/* bytes: the FIFO drains as a token-bucket
 				 * shaper (tbf) with this bucket, sending
 				 * at line rate while it has tokens; 0: a
@@ -206,7 +210,6 @@ struct result {
 struct ackrec {
 	u64	at;		/* arrival at the sender, ps */
 	u32	seq;		/* newest packet it covers */
-	u8	delayed;
 };
 
 struct sim {
@@ -347,7 +350,7 @@ static void cwnd_account(struct sim *s)
  * Receiver: runs when a packet is sent, since its arrival time is known
  * then and arrivals are in send order.
  */
-static void push_ack(struct sim *s, u64 sent_at, u32 seq, bool delayed)
+static void push_ack(struct sim *s, u64 sent_at, u32 seq)
 {
 	u64 rev = (u64)s->c->rtt_us * PS_PER_US / 2;
 	u64 at = sent_at + rev;
@@ -358,6 +361,8 @@ static void push_ack(struct sim *s, u64 sent_at, u32 seq, bool delayed)
 
 		at = at - j + (u64)(urand(s) * 2 * j);
 	}
+	if (s->c->stall > 0 && urand(s) < s->c->stall)
+		at += (u64)(urand(s) * s->c->stall_us * PS_PER_US);
 	if (seq != s->sync_seq)
 		at += (u64)s->c->ack_delay_us * PS_PER_US;
 	if (at < s->last_ack_at)
@@ -368,13 +373,12 @@ static void push_ack(struct sim *s, u64 sent_at, u32 seq, bool delayed)
 	a = &s->acks[s->ack_tail++ & s->ack_mask];
 	a->at = at;
 	a->seq = seq;
-	a->delayed = delayed;
 }
 
 static void rcv_flush_timer(struct sim *s)
 {
 	if (s->rcv_pending) {
-		push_ack(s, s->rcv_deadline, s->rcv_last, true);
+		push_ack(s, s->rcv_deadline, s->rcv_last);
 		s->rcv_pending = 0;
 	}
 }
@@ -389,7 +393,7 @@ static void receive(struct sim *s, u32 seq, u64 at)
 	s->rcv_expect = seq + 1;
 	s->rcv_pending++;
 	if (hole || s->rcv_pending >= s->c->ack_every) {
-		push_ack(s, at, seq, false);
+		push_ack(s, at, seq);
 		s->rcv_pending = 0;
 	} else {
 		s->rcv_deadline = at + DELACK_PS;
@@ -748,7 +752,6 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 		.losses		= losses,
 		.rtt_us		= rtt_us,
 		.cwnd_limited	= cwnd_limited(s),
-		.ack_delayed	= ar->delayed,
 		.app_limited	= 0,
 	};
 	copa_on_ack(ca, &a);
@@ -1526,6 +1529,8 @@ static struct cfg loss_cfg(const struct loss_link *l, u32 loss_reaction,
 		c.ack_every = 2, c.jitter_us = 500;
 	if (getenv("MODEL_REORDER"))	/* reorderings of 4 packets */
 		c.reorder = atof(getenv("MODEL_REORDER")), c.reorder_len = 4;
+	if (getenv("MODEL_STALL"))	/* ACKs held up to 10 ms */
+		c.stall = atof(getenv("MODEL_STALL")), c.stall_us = 10000;
 	c.duration_us = 30000000;
 	c.measure_from_us = 5000000;
 	if (getenv("MODEL_START"))	/* the first MODEL_START seconds */
@@ -1736,6 +1741,65 @@ static bool short_fifo_flat_overflow_holds(char *out, size_t len)
 }
 
 /*
+ * A full short buffer is told apart under ACKs held up by a host's
+ * stalls (cfg.stall: 2 % of ACKs up to 10 ms late, as TCG's vCPUs read;
+ * STALL_SEEDS runs each). The stalls push single RTT samples far above
+ * the queue, so the highest raw RTT of the last rounds read a spread the
+ * buffer never held, and copa_short_buffer_full() stayed false on a full
+ * FIFO: a probe sat at Copa's own target and lost for rounds. Measured
+ * on the standing RTT (copa_update_rtt()), the spread keeps to the
+ * queue. The worst of four runs, raw samples against RTTstanding: 8
+ * packets at 100 ms and delta 0.1, 5.75 and 4.82 % retransmitted at 12
+ * and 24 Mbit/s against 0.86 and 1.00 %; 10 packets at 12 Mbit/s, 40 ms
+ * and delta 0.05, 0.72 against 0.40 %; 5 packets, delta 0.1, 0.40
+ * against 0.36 % (there the VM's stalls weigh more: five runs of
+ * test_policer_shallow read copa's median 0.57x cubic's retransmissions
+ * with it, 1.43x in six before).
+ */
+#define STALL_SEEDS	4
+
+static bool short_fifo_stalled_acks(char *out, size_t len)
+{
+	static const struct {
+		const char *link;
+		double max_retrans;
+	} links[] = {
+		{ "fifo 5 pkt 12/40 d0.1", 0.006 },
+		{ "fifo 10 pkt 12/40 d0.05", 0.006 },
+		{ "fifo 8 pkt 12/100 d0.1", 0.015 },
+		{ "fifo 8 pkt 24/100 d0.1", 0.015 },
+	};
+	bool ok = true;
+	int n = 0;
+	u32 i, k;
+
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		const struct loss_link *l = loss_link_named(links[i].link);
+		struct cfg c;
+		double worst = 0, lo = 1e9;
+		struct result r;
+
+		if (!l)
+			return false;
+		c = loss_cfg(l, 5, true);
+		c.stall = 0.02;
+		c.stall_us = 10000;
+		for (k = 0; k < STALL_SEEDS; k++) {
+			c.seed = loss_seed(k);
+			run(&c, &r);
+			worst = fmax(worst, (double)r.dropped / r.sent);
+			lo = fmin(lo, loss_util(l, &r));
+		}
+		n += snprintf(out + n, len - n,
+			      "%s%s: retrans at most %.2f%% (<= %.1f%%), util min %.3f",
+			      n ? "; " : "", l->name, 100 * worst,
+			      100 * links[i].max_retrans, lo);
+		ok &= worst <= links[i].max_retrans && lo >= 0.9;
+	}
+	return ok;
+}
+
+/*
  * Random loss never holds a rate: on each random-loss link at 12 and
  * 20 Mbit/s, NOISE_SEEDS runs with the default loss reaction must not
  * hold once, and each keeps at least 0.95 of the link. A full link with
@@ -1930,6 +1994,7 @@ static const struct tcase cases[] = {
 	CASE(growth_after_cut_never_holds),
 	CASE(start_holds_short_fifo),
 	CASE(short_fifo_flat_overflow_holds),
+	CASE(short_fifo_stalled_acks),
 	CASE(short_buffer_overflow_holds),
 	CASE(random_loss_1pct_1000_mbit),
 	CASE(fifo_1_pkt),
