@@ -63,7 +63,8 @@ def parser():
                         "field (TOML value); repeatable")
         if name == "run":
             sp.add_argument("--out", help="results directory (default "
-                            "results/<scenario>-<digest>; resumes)")
+                            "results/<scenario>-<digest>-<revision>; "
+                            "resumes)")
             sp.add_argument("--no-plots", action="store_true")
     sp = sub.add_parser("report", help="rebuild tables and plots of a "
                         "results directory")
@@ -71,7 +72,7 @@ def parser():
     sp.add_argument("--no-plots", action="store_true")
     sp = sub.add_parser("bench", help="the fixed benchmark set (make bench)")
     sp.add_argument("--out", help="results directory (default "
-                    "results/bench-<digest>; resumes)")
+                    "results/bench-<digest>-<revision>; resumes)")
     sp.add_argument("--doc", default=BENCH_DOC,
                     help=f"copy the Markdown results here and the summary "
                     f"into README.md (default "
@@ -221,7 +222,7 @@ def bench_plan(path=BENCH_FILE):
 def bench_outdir(plan):
     digests = "-".join(runner.digest(s) for s in plan)
     return os.path.join(ROOT, "results", "bench-" + hashlib.sha1(
-        digests.encode()).hexdigest()[:8])
+        digests.encode()).hexdigest()[:8] + "-" + runner.revision_tag())
 
 
 def cmd_bench(args):

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Running a scenario: every case x variant x repeat, resumably.
 
-Layout of a results directory (default results/<scenario>-<digest>/, the
-digest covering the resolved scenario, so the same command resumes the
-same directory and a changed one gets a new directory):
+Layout of a results directory (default
+results/<scenario>-<digest>-<revision>/, the digest covering the resolved
+scenario and the revision the code, so the same command on the same code
+resumes the same directory and a changed one gets a new directory):
 
     manifest.json           scenario as resolved, command, kernel, git
     runs/<run id>/          one per case x variant x repeat, complete or
@@ -61,7 +62,12 @@ def digest(scenario):
 
 def default_outdir(scenario):
     return os.path.join(ROOT, "results", f"{scenario.name}-"
-                        f"{digest(scenario)}")
+                        f"{digest(scenario)}-{revision_tag()}")
+
+
+def revision_tag():
+    """The code's part of a default results directory's name."""
+    return git_revision() or "nogit"
 
 
 def git_revision():
@@ -151,7 +157,8 @@ def event_callable(event):
 
 def prepare(scenario, outdir, command):
     """Create ``outdir`` and its manifest, or check that it belongs to
-    the same resolved scenario (so resuming never mixes experiments)."""
+    the same resolved scenario and the same code (so resuming never mixes
+    experiments, nor reports one revision's runs as another's)."""
     os.makedirs(os.path.join(outdir, "runs"), exist_ok=True)
     path = os.path.join(outdir, "manifest.json")
     manifest = {"scenario": scenario.name, "digest": digest(scenario),
@@ -166,6 +173,11 @@ def prepare(scenario, outdir, command):
                 f"{outdir} holds results of a different scenario "
                 f"(digest {old.get('digest')}, now {manifest['digest']}); "
                 f"choose another --out")
+        if old.get("git") != manifest["git"]:
+            raise RuntimeError(
+                f"{outdir} holds results measured at git {old.get('git')},"
+                f" the tree is at {manifest['git']}; resuming would mix the"
+                f" two: choose another --out or remove it")
         return old
     _write_json(path, manifest)
     return manifest

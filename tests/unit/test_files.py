@@ -66,6 +66,23 @@ def test_prepare_writes_the_manifest_atomically(tmp_path, monkeypatch):
     runner.prepare(scenario, str(tmp_path), "test")
 
 
+def test_prepare_refuses_another_revisions_results(tmp_path, monkeypatch):
+    """A results directory resumes only at the revision that measured it:
+    a bench resumed after a commit reported the old code's runs under the
+    new revision."""
+    from copa_eval import scenarios
+    scenario = scenarios.load("demo", [])
+    monkeypatch.setattr(runner, "git_revision", lambda: "aaaaaaa")
+    runner.prepare(scenario, str(tmp_path), "test")
+    manifest = (tmp_path / "manifest.json").read_text()
+    monkeypatch.setattr(runner, "git_revision", lambda: "bbbbbbb")
+    with pytest.raises(RuntimeError, match="measured at git aaaaaaa"):
+        runner.prepare(scenario, str(tmp_path), "test")
+    assert (tmp_path / "manifest.json").read_text() == manifest
+    assert runner.default_outdir(scenario).endswith("-bbbbbbb")
+    assert cli.bench_outdir([scenario]).endswith("-bbbbbbb")
+
+
 def test_private_dir_is_the_users(tmp_path):
     path = files.private_dir("mpl", base=str(tmp_path))
     assert path == str(tmp_path / f"mpl-{os.getuid()}")
