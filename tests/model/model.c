@@ -1513,6 +1513,15 @@ static const struct loss_link loss_links[] = {
 	{ "fifo 8 pkt 24/100 d0.1", 24, 100, 0, 0, 0, 8, 100 },
 };
 
+/* The longest an emulator's stall holds up ACKs (cfg.stall_us). */
+#define STALL_US	10000
+
+/* A loss link and the most a case lets Copa retransmit on it. */
+struct link_bound {
+	const char *link;
+	double max_retrans;
+};
+
 static struct cfg loss_cfg(const struct loss_link *l, u32 loss_reaction,
 			   bool detect)
 {
@@ -1529,8 +1538,8 @@ static struct cfg loss_cfg(const struct loss_link *l, u32 loss_reaction,
 		c.ack_every = 2, c.jitter_us = 500;
 	if (getenv("MODEL_REORDER"))	/* reorderings of 4 packets */
 		c.reorder = atof(getenv("MODEL_REORDER")), c.reorder_len = 4;
-	if (getenv("MODEL_STALL"))	/* ACKs held up to 10 ms */
-		c.stall = atof(getenv("MODEL_STALL")), c.stall_us = 10000;
+	if (getenv("MODEL_STALL"))	/* ACKs held up to STALL_US */
+		c.stall = atof(getenv("MODEL_STALL")), c.stall_us = STALL_US;
 	c.duration_us = 30000000;
 	c.measure_from_us = 5000000;
 	if (getenv("MODEL_START"))	/* the first MODEL_START seconds */
@@ -1717,10 +1726,7 @@ static bool short_buffer_overflow_holds(char *out, size_t len)
  */
 static bool short_fifo_flat_overflow_holds(char *out, size_t len)
 {
-	static const struct {
-		const char *link;
-		double max_retrans;
-	} links[] = {
+	static const struct link_bound links[] = {
 		{ "fifo 10 pkt 12/40 d0.05", 0.006 },
 		{ "fifo 12 pkt 50/20 d0.05", 0.006 },
 		{ "fifo 8 pkt 12/100 d0.1", 0.03 },
@@ -1760,10 +1766,7 @@ static bool short_fifo_flat_overflow_holds(char *out, size_t len)
 
 static bool short_fifo_stalled_acks(char *out, size_t len)
 {
-	static const struct {
-		const char *link;
-		double max_retrans;
-	} links[] = {
+	static const struct link_bound links[] = {
 		{ "fifo 5 pkt 12/40 d0.1", 0.006 },
 		{ "fifo 10 pkt 12/40 d0.05", 0.006 },
 		{ "fifo 8 pkt 12/100 d0.1", 0.015 },
@@ -1783,7 +1786,7 @@ static bool short_fifo_stalled_acks(char *out, size_t len)
 			return false;
 		c = loss_cfg(l, 5, true);
 		c.stall = 0.02;
-		c.stall_us = 10000;
+		c.stall_us = STALL_US;
 		for (k = 0; k < STALL_SEEDS; k++) {
 			c.seed = loss_seed(k);
 			run(&c, &r);
