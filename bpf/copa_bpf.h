@@ -137,7 +137,7 @@ struct copa_flow {
 	u32	rtt_standing_us;
 	u32	cwnd;
 	u32	target;		/* target cwnd, packets */
-	u32	pad;
+	u32	pacing;		/* sk_pacing_status: 1 TCP paces, 2 fq does */
 	u64	updates;	/* refreshes since the flow started */
 };
 

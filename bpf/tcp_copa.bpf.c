@@ -199,6 +199,7 @@ static __noinline void copa_flow_record(struct sock *sk, const struct copa *ca,
 	f->rtt_standing_us = copa_win_min(&ca->rtt_standing);
 	f->cwnd = cwnd;
 	f->target = target;
+	f->pacing = sk->sk_pacing_status;
 }
 
 /* ---------------------------------------------------------------------
@@ -299,9 +300,18 @@ static __always_inline void copa_bpf_init(struct sock *sk)
 	copa_reset(inet_csk_ca(sk), c.delta, c.competitive, c.loss_reaction,
 		   tp->snd_cwnd, tp->delivered);
 	tp->snd_ssthresh = COPA_TCP_INFINITE_SSTHRESH;
-	/* The socket is locked: no cmpxchg needed to request pacing. */
-	if (sk->sk_pacing_status == COPA_SK_PACING_NONE)
-		sk->sk_pacing_status = COPA_SK_PACING_NEEDED;
+	/*
+	 * Ask the stack to pace unless something paces the socket already.
+	 * sch_fq marks a socket SK_PACING_FQ from its enqueue, under the
+	 * qdisc's lock and not the socket's, so holding the socket here
+	 * orders nothing: a test then a store could overwrite fq's mark,
+	 * and TCP would pace the flow a second time, under fq. As the
+	 * module's cmpxchg() (and tcp_bbr's), a compare-and-exchange,
+	 * which the verifier accepts on this BTF pointer (6.18 here; the
+	 * kernel's tcp_ca_write_sk_pacing selftest does the same from 6.0).
+	 */
+	__sync_val_compare_and_swap(&sk->sk_pacing_status,
+				    COPA_SK_PACING_NONE, COPA_SK_PACING_NEEDED);
 	copa_pace_window(sk);
 	__sync_fetch_and_add(&copa_flows_started, 1);
 	if (copa_defaults.flow_stats)

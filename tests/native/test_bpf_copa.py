@@ -76,6 +76,8 @@ def test_setsockopt(pair):
     f = flow(41001)
     assert f and f["delta"] == 500 and f["source"] == 0
     assert f["updates"] > 0 and f["rtt_min_us"] > 0
+    # init asked the stack to pace (SK_PACING_NEEDED): no fq here.
+    assert f["pacing"] == 1
 
 
 def test_policer_variant(pair):
@@ -259,6 +261,48 @@ def test_bad_socket_override_never_reaches_algorithm(pair):
     f = flow(41030)
     assert f["source"] == 2 and f["delta"] == 500
     assert stats()["copa_bad_overrides"] == before + 1
+
+
+FQ_MARKED_CLIENT = r"""
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cpb_fq_mark")
+s.bind(("198.18.0.1", int(sys.argv[1])))
+s.connect(("198.18.0.2", 5201))
+# Established: a new congestion control runs its init at once.
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"bpf_copa")
+assert s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16) \
+    .rstrip(b"\0") == b"bpf_copa"
+"""
+
+
+@pytest.fixture
+def fq_mark(registered, tmp_path):
+    """Register cpb_fq_mark (pacing_mark.bpf.c), a congestion control
+    whose init marks the socket SK_PACING_FQ as sch_fq does."""
+    obj = tmp_path / "pacing_mark.bpf.o"
+    here = os.path.dirname(os.path.abspath(__file__))
+    run("clang", "-g", "-O2", "-Wall", "-Werror", "-fms-extensions",
+        "-Wno-microsoft-anon-tag", "-target", "bpf", "-mcpu=v3",
+        "-I", os.path.join(netns.ROOT, "bpf"), "-c",
+        os.path.join(here, "pacing_mark.bpf.c"), "-o", obj)
+    run("bpftool", "struct_ops", "register", obj)
+    yield "cpb_fq_mark"
+    run("bpftool", "struct_ops", "unregister", "name", "cpb_fq_mark",
+        check=False)
+
+
+def test_pacing_request_leaves_fq_alone(pair, fq_mark):
+    """init requests pacing with a compare-and-exchange (NONE -> NEEDED),
+    as the module's cmpxchg() does: a socket that fq already paces
+    (SK_PACING_FQ, set here by cpb_fq_mark) stays fq's when it switches
+    to bpf_copa, where a flow of bpf_copa's own reads 1 (test_setsockopt).
+    (A check-then-store passes this too; what the atomic adds, against
+    fq's store from another CPU between the two, no test here can time.)"""
+    run("ip", "netns", "exec", pair.snd, sys.executable, "-c",
+        FQ_MARKED_CLIENT, "41031")
+    f = flow(41031)
+    assert f and f["pacing"] == 2
 
 
 def test_no_bad_undo(registered):
