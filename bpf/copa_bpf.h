@@ -114,11 +114,18 @@ struct copa_prefix_policy {
 	struct copa_sk_params	params;			/* set = 0: none */
 };
 
-/* copa_flows (LRU hash): what each flow runs with, for observation. */
+/*
+ * copa_flows (LRU hash): what each flow runs with, for observation. One
+ * entry per connection: its addresses and ports and its network
+ * namespace, so that flows to one peer from two local addresses or two
+ * namespaces are two entries.
+ */
 struct copa_flow_key {
-	u8	daddr[16];	/* IPv4-mapped for IPv4 */
-	u16	sport;		/* host order */
-	u16	dport;		/* host order */
+	u8	saddr[16];	/* local address, IPv4-mapped for IPv4 */
+	u8	daddr[16];	/* peer address, IPv4-mapped for IPv4 */
+	u32	netns;		/* inode number of the network namespace */
+	u16	sport;		/* local port, host order */
+	u16	dport;		/* peer port, host order */
 };
 
 #define COPA_SRC_DEFAULT	0	/* the global defaults */

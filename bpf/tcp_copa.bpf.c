@@ -23,6 +23,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 
 #include "copa_bpf_shim.h"
 #include "../tcp_copa_algo.h"
@@ -145,6 +146,22 @@ static __always_inline void copa_bpf_conf(struct sock *sk,
  * Observation: copa_flows.
  */
 
+/* ::ffff:a.b.c.d, as the IPv6 stack and copa_prefix store IPv4. */
+static __always_inline void copa_v4_mapped(u8 *addr, const __be32 *v4)
+{
+	addr[10] = 0xff;
+	addr[11] = 0xff;
+	__builtin_memcpy(&addr[12], v4, 4);
+}
+
+/*
+ * The flow: both addresses and ports, and the network namespace, named
+ * by its inode number (what ls -iL /run/netns/NAME, lsns and
+ * /proc/PID/ns/net show) rather than its cookie, which user space sees
+ * only through a socket of that namespace. An inode number is reused
+ * once its namespace is gone; a flow that then meets an old key resets
+ * the entry (copa_flow_record), as one on a reused 4-tuple does.
+ */
 static __always_inline void copa_flow_key(struct sock *sk,
 					  struct copa_flow_key *k)
 {
@@ -152,14 +169,15 @@ static __always_inline void copa_flow_key(struct sock *sk,
 
 	__builtin_memset(k, 0, sizeof(*k));
 	if (skc->skc_family == COPA_AF_INET) {
-		k->daddr[10] = 0xff;
-		k->daddr[11] = 0xff;
-		__builtin_memcpy(&k->daddr[12], &skc->skc_daddr, 4);
+		copa_v4_mapped(k->saddr, &skc->skc_rcv_saddr);
+		copa_v4_mapped(k->daddr, &skc->skc_daddr);
 	} else {
+		__builtin_memcpy(k->saddr, &skc->skc_v6_rcv_saddr, 16);
 		__builtin_memcpy(k->daddr, &skc->skc_v6_daddr, 16);
 	}
+	k->netns = skc->skc_net.net->ns.inum;
 	k->sport = skc->skc_num;
-	k->dport = __builtin_bswap16(skc->skc_dport);
+	k->dport = bpf_ntohs(skc->skc_dport);
 }
 
 static __noinline void copa_flow_record(struct sock *sk, const struct copa *ca,

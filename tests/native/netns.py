@@ -142,7 +142,12 @@ def gbps(result):
     return result["end"]["sum_sent"]["bits_per_second"] / 1e9
 
 
+def flows(**match):
+    """The copa_flows records whose fields have the values in @match."""
+    return [f for f in json.loads(copa_bpf("flows", "--json").stdout)
+            if all(f[k] == v for k, v in match.items())]
+
+
 def flow(sport):
     """The copa_flows record of the flow from local port @sport."""
-    flows = json.loads(copa_bpf("flows", "--json").stdout)
-    return next((f for f in flows if f["sport"] == sport), None)
+    return next(iter(flows(sport=sport)), None)

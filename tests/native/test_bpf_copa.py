@@ -80,6 +80,33 @@ def test_setsockopt(pair):
     assert f["pacing"] == 1
 
 
+def test_flows_apart_by_source_address(pair):
+    """Two flows to one peer address and port from one local port, on two
+    local addresses, are two entries of copa_flows (its key once had no
+    source address, and the second flow took the first one's entry)."""
+    for i in (0, 1):
+        pair.iperf(pair.dst(0), cc="bpf_copa", cport=41040, secs=1,
+                   extra=("-B", f"198.18.{i}.1"))
+    fs = netns.flows(sport=41040, daddr=pair.dst(0), dport=5201)
+    assert sorted(f["saddr"] for f in fs) == ["198.18.0.1", "198.18.1.1"]
+    assert len({f["netns"] for f in fs}) == 1
+
+
+def test_flows_apart_by_namespace(pair):
+    """Two flows alike in addresses and ports, from two network
+    namespaces, are two entries, each with its namespace's inode
+    number."""
+    with Pair(TAG + "n") as other:
+        other.server()
+        for p in (pair, other):
+            p.iperf(p.dst(0), cc="bpf_copa", cport=41041, secs=1)
+        inums = {os.stat(f"/run/netns/{p.snd}").st_ino
+                 for p in (pair, other)}
+    fs = netns.flows(sport=41041, saddr="198.18.0.1", daddr="198.18.0.2",
+                     dport=5201)
+    assert len(fs) == 2 and {f["netns"] for f in fs} == inums
+
+
 def test_policer_variant(pair):
     res = pair.iperf(pair.dst(), cc="bpf_copa_pol", cport=41002)
     assert sender_cc(res) == "bpf_copa_pol"
