@@ -9,57 +9,45 @@
 #define _COPA_BPF_H
 
 /*
- * Valid ranges: the same as the module's sysctls (tcp_copa.c,
- * tcp_copa_policer.c). delta is in thousandths (500 is 0.5).
+ * The tunables, their ranges and built-in defaults are tcp_copa_params.h's,
+ * the modules' own: the structs below have one u32 per tunable, in the
+ * table's order, and scripts/copa-bpf reads the same table. delta is in
+ * thousandths (500 is 0.5).
  */
-#define COPA_DELTA_MIN		1
-#define COPA_DELTA_MAX		1000
-#define COPA_DELTA_DEF		500
-#define COPA_COMPETITIVE_DEF	1
-#define COPA_LOSS_REACTION_MAX	100
-#define COPA_LOSS_REACTION_DEF	5
-#define COPA_DETECT_DEF		1
-/* the detector's, from tcp_copa_algo.h: 1-100, 1-100, 1-255 */
-#define COPA_LOSS_THRESH_DEF	COPA_LIMIT_LOSS_PCT
-#define COPA_RATE_TOL_DEF	COPA_RATE_TOL_PCT
-#define COPA_HOLD_ROUNDS_DEF	COPA_HOLD_ROUNDS
+#include "../tcp_copa_params.h"
+
+#define COPA_BPF_U32(id, name, ...)	u32 name;
 
 /*
  * Defaults for new connections: the global data section ".data.params"
- * of tcp_copa.bpf.o. A field out of range is replaced by the built-in
- * default above when a connection starts, and counted in
- * copa_stats.bad_defaults.
+ * of tcp_copa.bpf.o, tcp_copa.ko's tunables, then tcp_copa_policer.ko's
+ * (bpf_copa_pol only), then the BPF build's own (flow_stats: keep each
+ * flow in copa_flows). A field out of range is replaced by the built-in
+ * default when a connection starts, and counted in copa_bad_defaults.
  */
 struct copa_bpf_defaults {
-	u32	delta;
-	u32	competitive;
-	u32	loss_reaction;
-	u32	detect;		/* bpf_copa_pol only */
-	u32	loss_thresh;	/* bpf_copa_pol only */
-	u32	rate_tol;	/* bpf_copa_pol only */
-	u32	hold_rounds;	/* bpf_copa_pol only */
-	u32	flow_stats;	/* 0, 1: keep each flow in copa_flows */
+	COPA_TUNABLES(COPA_BPF_U32)
+	COPA_POLICER_TUNABLES(COPA_BPF_U32)
+	COPA_BPF_TUNABLES(COPA_BPF_U32)
 };
 
-/* Which fields of a struct copa_sk_params override the defaults. */
-#define COPA_SET_DELTA		(1U << 0)
-#define COPA_SET_COMPETITIVE	(1U << 1)
-#define COPA_SET_LOSS_REACTION	(1U << 2)
-#define COPA_SET_ALL		(COPA_SET_DELTA | COPA_SET_COMPETITIVE | \
-				 COPA_SET_LOSS_REACTION)
+/*
+ * Which fields of a struct copa_sk_params override the defaults: bit
+ * COPA_T_<ID> for each tunable of tcp_copa.ko (COPA_SET(DELTA), ...).
+ */
+#define COPA_SET(id)		(1U << COPA_T_##id)
+#define COPA_SET_ALL		((1U << COPA_T_NR) - 1)
 
 /*
- * Per-socket override, in the socket storage map copa_sk_params. Read
- * once, when the congestion control starts on the socket. If any field
- * that @set names is out of range, or @set has unknown bits, the whole
- * override is ignored (the defaults apply) and counted in
- * copa_stats.bad_overrides.
+ * Per-socket override, in the socket storage map copa_sk_params: @set,
+ * then one u32 per tunable of tcp_copa.ko. Read once, when the
+ * congestion control starts on the socket. If any field that @set names
+ * is out of range, or @set has unknown bits, the whole override is
+ * ignored (the defaults apply) and counted in copa_bad_overrides.
  */
 struct copa_sk_params {
 	u32	set;
-	u32	delta;
-	u32	competitive;
-	u32	loss_reaction;
+	COPA_TUNABLES(COPA_BPF_U32)
 };
 
 /*
@@ -80,21 +68,14 @@ static inline bool copa_in_range(u32 v, u32 lo, u32 hi)
 	return v >= lo && v <= hi;
 }
 
+/* Each field of @p that its set bit names is within its range, and ... */
+#define COPA_SK_PARAM_VALID(id, name, min, max, ...)			\
+	(!(p->set & COPA_SET(id)) || copa_in_range(p->name, min, max)) &&
+
 /* An override is used whole or not at all. */
 static inline bool copa_sk_params_valid(const struct copa_sk_params *p)
 {
-	if (p->set & ~COPA_SET_ALL)
-		return false;
-	if ((p->set & COPA_SET_DELTA) &&
-	    !copa_in_range(p->delta, COPA_DELTA_MIN, COPA_DELTA_MAX))
-		return false;
-	if ((p->set & COPA_SET_COMPETITIVE) &&
-	    !copa_in_range(p->competitive, 0, 1))
-		return false;
-	if ((p->set & COPA_SET_LOSS_REACTION) &&
-	    !copa_in_range(p->loss_reaction, 0, COPA_LOSS_REACTION_MAX))
-		return false;
-	return true;
+	return COPA_TUNABLES(COPA_SK_PARAM_VALID) !(p->set & ~COPA_SET_ALL);
 }
 
 /*

@@ -8,10 +8,10 @@
  *
  *  - the socket and rate sample go into a struct copa_ack, the window and
  *    pacing rate come back out of it (copa_ack_begin/copa_ack_end);
- *  - delta, competitive and loss_reaction come from the global data
- *    section .data.params (struct copa_bpf_defaults), unless a socket
- *    storage override (copa_sk_params) says otherwise; values outside
- *    the sysctls' ranges never reach the algorithm;
+ *  - the tunables (tcp_copa_params.h) come from the global data section
+ *    .data.params (struct copa_bpf_defaults), and tcp_copa.ko's from a
+ *    socket storage override (copa_sk_params) where one says so; values
+ *    outside the sysctls' ranges never reach the algorithm;
  *  - there are no tracepoints and no inet_diag: copa_flows records each
  *    flow's parameters and state once per round instead.
  *
@@ -40,16 +40,15 @@ char _license[] SEC("license") = "GPL";
 #define COPA_SK_PACING_NEEDED		1
 #define COPA_AF_INET			2
 
-/* Defaults for new connections; scripts/copa-bpf set changes them. */
+/*
+ * Defaults for new connections, tcp_copa_params.h's; scripts/copa-bpf
+ * set changes them.
+ */
+#define COPA_BPF_DEFAULT(id, name, min, max, milli, def, desc)	.name = (def),
 struct copa_bpf_defaults copa_defaults SEC(".data.params") = {
-	.delta		= COPA_DELTA_DEF,
-	.competitive	= COPA_COMPETITIVE_DEF,
-	.loss_reaction	= COPA_LOSS_REACTION_DEF,
-	.detect		= COPA_DETECT_DEF,
-	.loss_thresh	= COPA_LOSS_THRESH_DEF,
-	.rate_tol	= COPA_RATE_TOL_DEF,
-	.hold_rounds	= COPA_HOLD_ROUNDS_DEF,
-	.flow_stats	= 1,
+	COPA_TUNABLES(COPA_BPF_DEFAULT)
+	COPA_POLICER_TUNABLES(COPA_BPF_DEFAULT)
+	COPA_BPF_TUNABLES(COPA_BPF_DEFAULT)
 };
 
 /*
@@ -89,12 +88,18 @@ static __always_inline void *inet_csk_ca(const struct sock *sk)
  * Parameters.
  */
 
-/* The parameters one connection starts with, all within range. */
+/*
+ * The parameters one connection starts with, all within range: one
+ * u32 per tunable of tcp_copa.ko, and where they came from.
+ */
 struct copa_bpf_conf {
-	u32	delta;
-	u32	competitive;
-	u32	loss_reaction;
+	COPA_TUNABLES(COPA_BPF_U32)
 	u32	source;
+};
+
+/* bpf_copa_pol's detector parameters, within range. */
+struct copa_bpf_policer_conf {
+	COPA_POLICER_TUNABLES(COPA_BPF_U32)
 };
 
 static __always_inline u32 copa_pick(u32 v, u32 lo, u32 hi, u32 def,
@@ -107,19 +112,20 @@ static __always_inline u32 copa_pick(u32 v, u32 lo, u32 hi, u32 def,
 	return v;
 }
 
+/* c->name from the default, or the built-in one if that is out of range. */
+#define COPA_BPF_PICK(id, name, min, max, milli, def, desc)		\
+	c->name = copa_pick(copa_defaults.name, min, max, def, &bad);
+/* c->name from the override @p, if its set bit says so. */
+#define COPA_BPF_OVERRIDE(id, name, ...)				\
+	c->name = p->set & COPA_SET(id) ? p->name : c->name;
+
 static __always_inline void copa_bpf_conf(struct sock *sk,
 					  struct copa_bpf_conf *c)
 {
 	struct copa_sk_params *p;
 	bool bad = false;
 
-	c->delta = copa_pick(copa_defaults.delta, COPA_DELTA_MIN,
-			     COPA_DELTA_MAX, COPA_DELTA_DEF, &bad);
-	c->competitive = copa_pick(copa_defaults.competitive, 0, 1,
-				   COPA_COMPETITIVE_DEF, &bad);
-	c->loss_reaction = copa_pick(copa_defaults.loss_reaction, 0,
-				     COPA_LOSS_REACTION_MAX,
-				     COPA_LOSS_REACTION_DEF, &bad);
+	COPA_TUNABLES(COPA_BPF_PICK)
 	c->source = COPA_SRC_DEFAULT;
 	if (bad)
 		__sync_fetch_and_add(&copa_bad_defaults, 1);
@@ -132,12 +138,7 @@ static __always_inline void copa_bpf_conf(struct sock *sk,
 		__sync_fetch_and_add(&copa_bad_overrides, 1);
 		return;
 	}
-	if (p->set & COPA_SET_DELTA)
-		c->delta = p->delta;
-	if (p->set & COPA_SET_COMPETITIVE)
-		c->competitive = p->competitive;
-	if (p->set & COPA_SET_LOSS_REACTION)
-		c->loss_reaction = p->loss_reaction;
+	COPA_TUNABLES(COPA_BPF_OVERRIDE)
 	c->source = COPA_SRC_OVERRIDE;
 	__sync_fetch_and_add(&copa_overrides, 1);
 }
@@ -525,21 +526,15 @@ struct tcp_congestion_ops bpf_copa = {
 
 static __always_inline void copa_policer_bpf_init(struct sock *sk)
 {
+	struct copa_bpf_policer_conf pc, *c = &pc;
 	bool bad = false;
-	u32 detect, loss_thresh, rate_tol, hold_rounds;
 
 	copa_bpf_init(sk);
-	detect = copa_pick(copa_defaults.detect, 0, 1, COPA_DETECT_DEF, &bad);
-	loss_thresh = copa_pick(copa_defaults.loss_thresh, 1, 100,
-				COPA_LOSS_THRESH_DEF, &bad);
-	rate_tol = copa_pick(copa_defaults.rate_tol, 1, 100,
-			     COPA_RATE_TOL_DEF, &bad);
-	hold_rounds = copa_pick(copa_defaults.hold_rounds, 1, 255,
-				COPA_HOLD_ROUNDS_DEF, &bad);
+	COPA_POLICER_TUNABLES(COPA_BPF_PICK)
 	if (bad)
 		__sync_fetch_and_add(&copa_bad_defaults, 1);
-	copa_set_detector(inet_csk_ca(sk), detect, loss_thresh, rate_tol,
-			  hold_rounds);
+	copa_set_detector(inet_csk_ca(sk), c->detect, c->loss_thresh,
+			  c->rate_tol, c->hold_rounds);
 }
 
 SEC("struct_ops")

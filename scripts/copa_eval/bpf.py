@@ -23,6 +23,8 @@ COPA_BPF = os.path.join(ROOT, "scripts", "copa-bpf")
 NAMES = ("bpf_copa", "bpf_copa_pol")
 OLDEST = (6, 0)         # a struct_ops congestion control may pace from 6.0
 VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
+# What bpf/ includes from the top level of the tree.
+TOP_HEADERS = ("tcp_copa_algo.h", "tcp_copa_params.h")
 
 _state = {}
 
@@ -73,8 +75,8 @@ def copa_bpf(*args, obj=None, check=True):
 def build(dest=None, targets=("tcp_copa.bpf.o",)):
     """Build @targets (bpf/Makefile's) for the running kernel in @dest/bpf
     and return that directory. Unless @dest is the source tree itself,
-    bpf/'s sources and tcp_copa_algo.h (which the Makefile reads as
-    ../tcp_copa_algo.h) are copied there first; None is a scratch
+    bpf/'s sources and the headers it reads from the top level (as
+    ../tcp_copa_algo.h and ../tcp_copa_params.h) are copied there first; None is a scratch
     directory, removed at exit."""
     why = unsupported_reason()
     if why:
@@ -87,7 +89,8 @@ def build(dest=None, targets=("tcp_copa.bpf.o",)):
         shutil.copytree(os.path.join(ROOT, "bpf"), work, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("*.o", "vmlinux.h",
                                                       "features.h"))
-        shutil.copy(os.path.join(ROOT, "tcp_copa_algo.h"), dest)
+        for header in TOP_HEADERS:
+            shutil.copy(os.path.join(ROOT, header), dest)
     r = subprocess.run(["make", "-s", "-C", work, *targets,
                         f"VMLINUX_BTF={VMLINUX_BTF}"],
                        capture_output=True, text=True, check=False)

@@ -3,11 +3,11 @@
 
 Syntax: ``NAME[:KEY=VALUE[:KEY=VALUE...]]``, for example ``cubic``,
 ``copa:delta=0.2`` or ``copa:delta=0.04:competitive=0``. Parameters become
-per-namespace sysctls of the flow's sender namespace:
+per-namespace sysctls of the flow's sender namespace, and are the
+tunables of tcp_copa_params.h (copa_eval.params), with their ranges:
 
-- copa, copa_policer: delta, competitive, loss_reaction
-  -> net.ipv4.tcp_copa.<key>
-- copa_policer only: detect, loss_thresh, rate_tol, hold_rounds
+- copa, copa_policer: COPA_TUNABLES (delta, ...) -> net.ipv4.tcp_copa.<key>
+- copa_policer only: COPA_POLICER_TUNABLES (detect, ...)
   -> net.ipv4.tcp_copa_policer.<key>
 
 The built-in algorithms (cubic, bbr, vegas, reno) take no parameters,
@@ -18,14 +18,14 @@ registers on first use and which runs with its global defaults
 
 from dataclasses import dataclass
 
+from . import params as copa_params
+
 ALGORITHMS = ("cubic", "bbr", "vegas", "reno", "copa", "copa_policer",
               "bpf_copa", "bpf_copa_pol")
 
 
-# The modules' own ranges (struct copa_tunable in tcp_copa.c and
-# tcp_copa_policer.c: name, min, max, milli); tests/unit/test_variants.py
-# checks that they still agree. Values are parsed as the kernel parses
-# them, but in ASCII digits only (str.isdigit() takes "²" and "٣").
+# Values are parsed as the kernel parses them (copa_tunable_parse() in
+# tcp_copa.c), but in ASCII digits only (str.isdigit() takes "²" and "٣").
 _DIGITS = frozenset("0123456789")
 
 
@@ -60,21 +60,19 @@ def _describe(lo, hi, milli=False):
     return f"an integer from {lo} to {hi} (ASCII digits)"
 
 
-KERNEL_RANGES = {
-    "tcp_copa": {"delta": (1, 1000, True), "competitive": (0, 1, False),
-                 "loss_reaction": (0, 100, False)},
-    "tcp_copa_policer": {"detect": (0, 1, False),
-                         "loss_thresh": (1, 100, False),
-                         "rate_tol": (1, 100, False),
-                         "hold_rounds": (1, 255, False)},
-}
-COPA_PARAMS, POLICER_PARAMS = (
-    {key: (_ranged(*r), _describe(*r))
-     for key, r in KERNEL_RANGES[group].items()}
-    for group in ("tcp_copa", "tcp_copa_policer"))
-PARAMS = {"copa": {"tcp_copa": COPA_PARAMS},
-          "copa_policer": {"tcp_copa": COPA_PARAMS,
-                           "tcp_copa_policer": POLICER_PARAMS}}
+# The modules whose sysctls each algorithm's parameters are.
+SYSCTL_GROUPS = {"copa": ("tcp_copa",),
+                 "copa_policer": ("tcp_copa", "tcp_copa_policer")}
+
+
+def algorithm_params(name):
+    """{sysctl group: {key: (check, expected)}} of algorithm @name, from
+    tcp_copa_params.h; empty for one without parameters."""
+    tunables = copa_params.load().tunables
+    return {group: {key: (_ranged(t.min, t.max, t.milli),
+                          _describe(t.min, t.max, t.milli))
+                    for key, t in tunables[group].items()}
+            for group in SYSCTL_GROUPS.get(name, ())}
 
 
 class VariantError(ValueError):
@@ -104,7 +102,7 @@ def parse_variant(spec):
     if name not in ALGORITHMS:
         raise VariantError(f"variant {spec!r}: unknown algorithm {name!r} "
                            f"(known: {', '.join(ALGORITHMS)})")
-    groups = PARAMS.get(name, {})
+    groups = algorithm_params(name)
     params, sysctls, seen = [], [], set()
     for item in items:
         key, eq, value = item.partition("=")

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """Helpers for the native (host kernel) tests and scripts/bpf-bench: veth
-namespaces, iperf3, dmesg; copa-bpf and the checks of kernel, BTF and
+namespaces, iperf3, dmesg (copa_eval.kernel_log says which lines fail a
+test); copa-bpf and the checks of kernel, BTF and
 build tools are copa_eval.bpf's. Every address used is inside the
 namespaces created here (198.18.0.0/15, the benchmarking range)."""
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +13,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from copa_eval import bpf  # noqa: E402
+from copa_eval import bpf, kernel_log, params  # noqa: E402,F401
 from copa_eval.bpf import copa_bpf  # noqa: E402
 
 CGROUP2 = next((p for p in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
@@ -22,7 +22,6 @@ CGROUP2 = next((p for p in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
 # Client ports the tests pass to Pair.iperf(cport=...), reserved in the
 # sender's namespace.
 CPORTS = "41000-41099"
-BAD_KERNEL_LOG = re.compile(r"WARNING|BUG|Oops|refcount|general protection")
 
 
 def run(*cmd, check=True, **kw):

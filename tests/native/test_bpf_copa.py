@@ -37,7 +37,7 @@ def registered():
     yield
     copa_bpf("unregister", check=False)
     new = netns.dmesg_lines()[log_before:]
-    bad = [line for line in new if netns.BAD_KERNEL_LOG.search(line)]
+    bad = netns.kernel_log.bad_lines(new)
     assert not bad, "kernel log:\n" + "\n".join(bad)
 
 
@@ -60,7 +60,8 @@ def test_build_into_state_dir(tmp_path, monkeypatch):
     copa_bpf("build")
     for obj in ("tcp_copa.bpf.o", "copa_sockops.bpf.o"):
         assert (tmp_path / "state" / "bpf" / obj).stat().st_size > 0
-    assert (tmp_path / "state" / "tcp_copa_algo.h").exists()
+    for header in ("tcp_copa_algo.h", "tcp_copa_params.h"):
+        assert (tmp_path / "state" / header).exists()
 
 
 def test_registered(registered):
@@ -146,6 +147,18 @@ def test_route_congctl(pair):
         pair.sx("ip", "route", "replace", "198.18.0.0/24", "dev", pair.sdev)
     assert sender_cc(res) == "bpf_copa"
     assert flow(41004)["updates"] > 0
+
+
+def test_defaults_are_the_tables(registered):
+    """The object starts with tcp_copa_params.h's defaults, all of its
+    tunables, in its order (struct copa_bpf_defaults is built from the
+    table, and copa-bpf reads it by the table)."""
+    tunables = netns.params.load().tunables
+    want = [f"{name} = {t.default / 1000:g}" if t.milli else
+            f"{name} = {t.default}"
+            for group in ("tcp_copa", "tcp_copa_policer", "bpf")
+            for name, t in tunables[group].items()]
+    assert copa_bpf("get").stdout.splitlines() == want
 
 
 def test_set_defaults(pair):

@@ -1,12 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Variant strings: parsing into algorithm and per-netns sysctls."""
-import os
-import re
-
+"""Variant strings: parsing into algorithm and per-netns sysctls. The
+ranges are tcp_copa_params.h's; test_params.py checks that variants read
+them from there."""
 import pytest
 
-from copa_eval.variants import (KERNEL_RANGES, VariantError, parse_variant,
-                                parse_variants)
+from copa_eval.variants import VariantError, parse_variant, parse_variants
 
 
 def test_plain_algorithms():
@@ -79,22 +77,3 @@ def test_kernel_ranges_and_ascii_digits(spec, needle):
 def test_kernel_range_ends_pass(spec):
     parse_variant(spec)
 
-
-def kernel_tables():
-    """{module: {name: (min, max, milli)}} from the copa_tunable tables of
-    the module sources."""
-    root = os.path.join(os.path.dirname(__file__), "..", "..")
-    out = {}
-    for module in ("tcp_copa", "tcp_copa_policer"):
-        with open(os.path.join(root, module + ".c")) as f:
-            text = f.read()
-        out[module] = {
-            name: (int(lo), int(hi), milli == "true")
-            for name, lo, hi, milli in re.findall(
-                r'=\s*\{\s*"(\w+)",\s*(\d+),\s*(\d+),\s*(true|false),',
-                text)}
-    return out
-
-
-def test_ranges_are_the_kernels():
-    assert kernel_tables() == KERNEL_RANGES

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_copa_link import Flow, Link, run_once  # noqa: E402
 from copa_eval.lab import BASE_CPORT, write_sysctls  # noqa: E402
-from copa_eval import metrics  # noqa: E402
+from copa_eval import metrics, params  # noqa: E402
 from ksft import cmd, copa_recorded, ksft_ge, ksft_pr, ksft_run  # noqa: E402
 
 RUN_S = 20
@@ -48,6 +48,8 @@ AQM_LIMIT = 200                 # packets, ~5 BDP
 COPA_DELTA = "0.1"
 DELTA_MILLI = 100
 MIN_UTILISATION = 0.9
+MODES = params.load().modes     # the copa_update tracepoint's mode=
+MODE_SLOW_START = params.load().mode("slow_start")
 DELAY_SLACK = 0.25              # relative, ECN vs no ECN p95
 DELAY_FLOOR_MS = 2.0            # and absolute
 DELTA_FLOOR = DELTA_MILLI / 4   # delta_milli ...
@@ -88,7 +90,7 @@ def aqm_run(ecn):
                                (RUN_S - 1, read_aqm(ecn))])
     q = _stats.get(ecn, {})
     settled = after_slow_start(events)
-    modes = {m: sum(e["mode"] == m for e in settled) for m in (1, 2, 3, 4)}
+    modes = {m: sum(e["mode"] == m for e in settled) for m in MODES}
     deltas = [e["delta_milli"] for e in settled]
     ksft_pr(f"  fq_codel: ecn_mark {q.get('ecn_mark')}, drops "
             f"{q.get('drops')}, drop_overlimit {q.get('drop_overlimit')}")
@@ -102,7 +104,7 @@ def aqm_run(ecn):
 
 def after_slow_start(events):
     for i, e in enumerate(events):
-        if e["mode"] != 1:
+        if e["mode"] != MODE_SLOW_START:
             return events[i:]
     return []
 

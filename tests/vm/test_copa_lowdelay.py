@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_copa_link import Flow, Link, run_once, throughput  # noqa: E402
 from ksft import ksft_ge, ksft_pr, ksft_run  # noqa: E402
+from copa_eval import params  # noqa: E402
 
 LOW_DELAY_LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=4)
 MIN_UTILISATION = 0.85
@@ -39,7 +40,7 @@ DELTA_GAP_MS = 2.0              # and at least this much lower
 SAME_THROUGHPUT = 0.10          # copa_policer vs copa, relative
 SAME_DELAY = 0.10               # relative ...
 SAME_DELAY_FLOOR_MS = 2.0       # ... or absolute, whichever is larger
-MODE_POLICED = 4
+MODE_POLICED = params.load().mode("policed")
 REPEATS = 3                     # runs of copa and copa_policer, medians
 
 

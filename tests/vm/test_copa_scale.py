@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_copa_link import Flow, Link, run_once  # noqa: E402
 from ksft import copa_recorded, ksft_ge, ksft_pr, ksft_run  # noqa: E402
-from copa_eval import metrics  # noqa: E402
+from copa_eval import metrics, params  # noqa: E402
 from copa_eval.lab import BASE_CPORT, FRAME_BYTES  # noqa: E402
 
 RUN_S = 90
@@ -134,7 +134,7 @@ def large_bdp_tracks_target():
     late = [e for e in _events if e["t"] >= start + SETTLE_S]
     ksft_ge(len(late), 1, f"copa_update events after {SETTLE_S} s")
     cwnd = [e["cwnd"] for e in late]
-    modes = {m: sum(e["mode"] == m for e in late) for m in (1, 2, 3, 4)}
+    modes = {m: sum(e["mode"] == m for e in late) for m in params.load().modes}
     ksft_pr(f"{len(_events)} events, {len(late)} after {SETTLE_S} s "
             f"(span {late[-1]['t'] - late[0]['t']:.1f} s); modes {modes}")
     ksft_pr(f"cwnd after {SETTLE_S} s: min {min(cwnd)} p5 "

@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_copa_link import Flow, Link, overhead, print_series, \
     run_and_report, run_once, throughput  # noqa: E402
 from ksft import ksft_ge, ksft_pr, ksft_run  # noqa: E402
+from copa_eval import params  # noqa: E402
 
 POLICED_LINKS = {
     "4 of 20 Mbit/s": Link(rate_mbit=20, rtt_ms=40, buffer_bdp=1,
@@ -55,7 +56,7 @@ REMOVE_AT_S = 10
 REGAIN_S = 15
 REGAIN_SHARE = 0.80             # of the link rate
 REGAIN_AVERAGE_S = 1.0
-MODE_POLICED = 4
+MODE_POLICED = params.load().mode("policed")
 FLOWS = {"cubic": Flow("cubic"), "bbr": Flow("bbr"),
          "copa_policer": Flow("copa_policer"),
          "copa_policer, loss_reaction=0": Flow("copa_policer",

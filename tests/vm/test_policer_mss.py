@@ -43,11 +43,11 @@ import test_copa_link  # noqa: E402,F401  (sys.path for copa_eval)
 from copa_eval.lab import RECEIVER_ADDR, Flow, Link, Topology  # noqa: E402
 from ksft import NetNS, SETCC, bg, cmd, copa_recorded, ksft_ge, ksft_pr, \
     ksft_run, setcc  # noqa: E402
-from copa_eval import metrics  # noqa: E402
+from copa_eval import metrics, params  # noqa: E402
 
 RUN_S = 30
 PORT = 5301
-MODE_POLICED = 4
+MODE_POLICED = params.load().mode("policed")
 HOLD_FACTOR = 2.0               # held cwnd <= this x policed BDP
 HOLD_FLOOR = 2                  # packets: twice a one-packet BDP
 JUMBO_MTU = 9000
@@ -84,14 +84,14 @@ def check_hold(label, line, events, police_mbit):
     # events in a hold are those whose previous event was in it too.
     held = [e for prev, e in zip(events, events[1:])
             if e["mode"] == MODE_POLICED and prev["mode"] == MODE_POLICED]
-    modes = {m: sum(e["mode"] == m for e in events) for m in (1, 2, 3, 4)}
+    modes = {m: sum(e["mode"] == m for e in events) for m in params.load().modes}
     ksft_pr(f"{label}: mss {mss}, goodput "
             f"{line['bytes_acked'] * 8e-6 / line['duration_s']:.2f} Mbit/s, "
             f"{len(events)} events, modes {modes}")
     starts = sum(e["mode"] == MODE_POLICED and prev["mode"] != MODE_POLICED
                  for prev, e in zip(events, events[1:]))
     ksft_pr(f"{starts} holds, {len(held)} events inside them")
-    ksft_ge(len(held), 1, "copa_policer detected the policer (mode 4)")
+    ksft_ge(len(held), 1, f"copa_policer detected the policer (mode {MODE_POLICED})")
     worst = None
     for e in held:
         bdp = police_mbit * 1e6 / 8 * e["rtt_min_us"] / 1e6 / mss

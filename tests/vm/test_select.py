@@ -56,7 +56,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")]
 
-from copa_eval import netlink  # noqa: E402
+from copa_eval import netlink, params  # noqa: E402
 from copa_eval.lab import Flow, Link, RECEIVER_ADDR, run  # noqa: E402,E501
 from ksft import SETCC, KsftFailEx, KsftSkipEx, ksft_eq, ksft_ge, ksft_in, \
     ksft_pr, ksft_run, sysctl_saved, sysctl_set  # noqa: E402
@@ -79,7 +79,7 @@ MIN_BYTES = 1 << 20
 # test_copa_link's subject; here a flow need only have run: 1/4 MB,
 # about two rounds at a window of 30 packets.
 LAB_MIN_BYTES = 1 << 18
-COPA_MODES = (1, 2, 3, 4)      # tcpvegas_info.tcpv_enabled of copa
+COPA_MODES = tuple(params.load().modes)  # tcpv_enabled of copa
 COPA_DIAG = os.path.join(ROOT, "scripts", "copa-diag")
 ALLOWED = "net.ipv4.tcp_allowed_congestion_control"
 
