@@ -120,18 +120,12 @@ static struct copa_params copa_params = {
  * From the stack to the algorithm and back.
  */
 
-/*
- * Fill @ack from the socket and the rate sample; false if the socket has
- * no Copa state yet (the SYN-ACK can reach cong_control before init, 7.x).
- */
-static bool copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
+/* Fill @ack from the socket and the rate sample, as they are. */
+static void copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
 			   struct copa_ack *ack)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
-	const struct copa *ca = inet_csk_ca(sk);
 
-	if (!ca->inv_delta)
-		return false;
 	*ack = (struct copa_ack) {
 		.now_us		= tp->tcp_mstamp,
 		.srtt_us	= tp->srtt_us >> 3,
@@ -149,7 +143,6 @@ static bool copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
 		.cwnd_limited	= tcp_is_cwnd_limited(sk),
 		.app_limited	= rs->is_app_limited,
 	};
-	return true;
 }
 
 static void copa_set_pacing_rate(struct sock *sk, u64 rate)
@@ -180,16 +173,15 @@ static void copa_ack_end(struct sock *sk, const struct copa_ack *ack)
 	trace_copa_update(sk, ca, ack->target, copa_dq_us(ca), copa_mode(ca));
 }
 
-void copa_cong_control(COPA_CONG_CONTROL_ARGS)
+void tcp_copa_cong_control(COPA_CONG_CONTROL_ARGS)
 {
 	struct copa_ack sample;
 
-	if (!copa_ack_begin(sk, rs, &sample))
-		return;
-	copa_on_ack(inet_csk_ca(sk), &sample);
-	copa_ack_end(sk, &sample);
+	copa_ack_begin(sk, rs, &sample);
+	if (copa_on_ack(inet_csk_ca(sk), &sample))
+		copa_ack_end(sk, &sample);
 }
-EXPORT_SYMBOL_COPA(copa_cong_control);
+EXPORT_SYMBOL_COPA(tcp_copa_cong_control);
 
 /* ---------------------------------------------------------------------
  * Connection events.
@@ -199,18 +191,14 @@ EXPORT_SYMBOL_COPA(copa_cong_control);
 static void copa_pace_window(struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
-	const struct copa *ca = inet_csk_ca(sk);
-	const struct copa_ack ack = {
-		.cwnd		= tcp_snd_cwnd(tp),
-		.mss		= tp->mss_cache,
-		.srtt_us	= tp->srtt_us >> 3,
-	};
+	u64 rate = copa_window_pacing_rate(inet_csk_ca(sk), tcp_snd_cwnd(tp),
+					   tp->mss_cache, tp->srtt_us >> 3);
 
-	if (!ca->hold_rate)
-		copa_set_pacing_rate(sk, copa_pacing_rate(ca, &ack));
+	if (rate)
+		copa_set_pacing_rate(sk, rate);
 }
 
-void copa_init(struct sock *sk)
+void tcp_copa_init(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
@@ -222,13 +210,13 @@ void copa_init(struct sock *sk)
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
 	copa_pace_window(sk);
 }
-EXPORT_SYMBOL_COPA(copa_init);
+EXPORT_SYMBOL_COPA(tcp_copa_init);
 
 /*
  * The stack calls this as it enters recovery, loss or CWR: Copa keeps
  * what an undo restores, and the answer only mirrors Copa's phase.
  */
-u32 copa_ssthresh(struct sock *sk)
+u32 tcp_copa_ssthresh(struct sock *sk)
 {
 	struct copa *ca = inet_csk_ca(sk);
 	u32 cwnd = tcp_snd_cwnd(tcp_sk(sk));
@@ -236,20 +224,20 @@ u32 copa_ssthresh(struct sock *sk)
 	copa_save_prior(ca, cwnd);
 	return copa_phase_ssthresh(ca, cwnd);
 }
-EXPORT_SYMBOL_COPA(copa_ssthresh);
+EXPORT_SYMBOL_COPA(tcp_copa_ssthresh);
 
 /* The reduction was spurious: restore what copa_ssthresh() kept. */
-u32 copa_undo_cwnd(struct sock *sk)
+u32 tcp_copa_undo_cwnd(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
 	return min(copa_undo(inet_csk_ca(sk), tcp_snd_cwnd(tp)),
 		   tp->snd_cwnd_clamp);
 }
-EXPORT_SYMBOL_COPA(copa_undo_cwnd);
+EXPORT_SYMBOL_COPA(tcp_copa_undo_cwnd);
 
 /* After a timeout the stack has set cwnd to 1 + in flight: restart. */
-void copa_set_state(struct sock *sk, u8 new_state)
+void tcp_copa_set_state(struct sock *sk, u8 new_state)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
@@ -258,22 +246,21 @@ void copa_set_state(struct sock *sk, u8 new_state)
 	copa_restart(inet_csk_ca(sk), tcp_snd_cwnd(tp), tp->delivered);
 	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
 }
-EXPORT_SYMBOL_COPA(copa_set_state);
+EXPORT_SYMBOL_COPA(tcp_copa_set_state);
 
-/* An ECN echo reaches in_ack_event just before cong_control. */
-void copa_in_ack_event(struct sock *sk, u32 flags)
+/* Every ACK passes here, before cong_control if it gets there. */
+void tcp_copa_in_ack_event(struct sock *sk, u32 flags)
 {
-	if (flags & CA_ACK_ECE)
-		copa_on_ece(inet_csk_ca(sk));
+	copa_on_ack_event(inet_csk_ca(sk), flags & CA_ACK_ECE);
 }
-EXPORT_SYMBOL_COPA(copa_in_ack_event);
+EXPORT_SYMBOL_COPA(tcp_copa_in_ack_event);
 
 /*
  * Sending starts with nothing in flight, after tp->lsndtime. The last
  * rate sample (tp->rate_delivered over tp->rate_interval_us, what
  * tcp_info reports as delivery_rate) bounds the window of the first round.
  */
-void copa_tx_start(struct sock *sk)
+void tcp_copa_tx_start(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 idle = tcp_jiffies32 - tp->lsndtime;
@@ -286,15 +273,15 @@ void copa_tx_start(struct sock *sk)
 					      tp->rate_interval_us));
 	copa_pace_window(sk);
 }
-EXPORT_SYMBOL_COPA(copa_tx_start);
+EXPORT_SYMBOL_COPA(tcp_copa_tx_start);
 
 /*
  * inet_diag reuses struct tcpvegas_info: tcpv_enabled = mode (enum
  * copa_mode, never 0), tcpv_rttcnt = velocity, tcpv_rtt = RTTstanding,
  * tcpv_minrtt = RTTmin (both us). ss -ti uses tcpv_rtt for "send".
  */
-size_t copa_get_info(struct sock *sk, u32 ext, int *attr,
-		     union tcp_cc_info *info)
+size_t tcp_copa_get_info(struct sock *sk, u32 ext, int *attr,
+			 union tcp_cc_info *info)
 {
 	const struct copa *ca = inet_csk_ca(sk);
 
@@ -308,7 +295,7 @@ size_t copa_get_info(struct sock *sk, u32 ext, int *attr,
 	*attr = INET_DIAG_VEGASINFO;
 	return sizeof(info->vegas);
 }
-EXPORT_SYMBOL_COPA(copa_get_info);
+EXPORT_SYMBOL_COPA(tcp_copa_get_info);
 
 /* ---------------------------------------------------------------------
  * Tunables: module parameters and per-namespace sysctls.
@@ -386,11 +373,11 @@ static int copa_tunable_get(char *buffer, const struct kernel_param *kp)
 	return len + scnprintf(buffer + len, PAGE_SIZE - len, "\n");
 }
 
-const struct kernel_param_ops copa_tunable_ops = {
+const struct kernel_param_ops tcp_copa_tunable_ops = {
 	.set = copa_tunable_set,
 	.get = copa_tunable_get,
 };
-EXPORT_SYMBOL_COPA(copa_tunable_ops);
+EXPORT_SYMBOL_COPA(tcp_copa_tunable_ops);
 
 /*
  * sysctl handler. Reads show the decimal text form. A write takes one
@@ -426,17 +413,17 @@ static int copa_proc_tunable(COPA_CTL_TABLE *table, int write, void *buffer,
 	return 0;
 }
 
-const unsigned int *copa_params_of(const struct copa_params *p,
-				   const struct net *net)
+const unsigned int *tcp_copa_params_of(const struct copa_params *p,
+				       const struct net *net)
 {
 	const struct copa_net *cn = net_generic(net, p->net_id);
 
 	return cn->val;
 }
-EXPORT_SYMBOL_COPA(copa_params_of);
+EXPORT_SYMBOL_COPA(tcp_copa_params_of);
 
 /* A new namespace starts from the module parameters. */
-int copa_params_net_init(const struct copa_params *p, struct net *net)
+int tcp_copa_params_net_init(const struct copa_params *p, struct net *net)
 {
 	struct copa_net *cn = net_generic(net, p->net_id);
 	struct ctl_table *table;
@@ -462,9 +449,9 @@ int copa_params_net_init(const struct copa_params *p, struct net *net)
 	}
 	return 0;
 }
-EXPORT_SYMBOL_COPA(copa_params_net_init);
+EXPORT_SYMBOL_COPA(tcp_copa_params_net_init);
 
-void copa_params_net_exit(const struct copa_params *p, struct net *net)
+void tcp_copa_params_net_exit(const struct copa_params *p, struct net *net)
 {
 	struct copa_net *cn = net_generic(net, p->net_id);
 	const struct ctl_table *table = cn->hdr->ctl_table_arg;
@@ -472,26 +459,26 @@ void copa_params_net_exit(const struct copa_params *p, struct net *net)
 	unregister_net_sysctl_table(cn->hdr);
 	kfree(table);
 }
-EXPORT_SYMBOL_COPA(copa_params_net_exit);
+EXPORT_SYMBOL_COPA(tcp_copa_params_net_exit);
 
-module_param_cb(delta, &copa_tunable_ops, &copa_tunables[COPA_T_DELTA], 0644);
+module_param_cb(delta, &tcp_copa_tunable_ops, &copa_tunables[COPA_T_DELTA], 0644);
 MODULE_PARM_DESC(delta, "default delta for new namespaces, (0, 1], e.g. 0.5");
-module_param_cb(competitive, &copa_tunable_ops,
+module_param_cb(competitive, &tcp_copa_tunable_ops,
 		&copa_tunables[COPA_T_COMPETITIVE], 0644);
 MODULE_PARM_DESC(competitive, "default competitive mode (0 off, 1 on)");
-module_param_cb(loss_reaction, &copa_tunable_ops,
+module_param_cb(loss_reaction, &tcp_copa_tunable_ops,
 		&copa_tunables[COPA_T_LOSS_REACTION], 0644);
 MODULE_PARM_DESC(loss_reaction,
 		 "default loss-rate threshold in percent for cutting cwnd (0 ignores loss)");
 
 static int __net_init copa_net_init(struct net *net)
 {
-	return copa_params_net_init(&copa_params, net);
+	return tcp_copa_params_net_init(&copa_params, net);
 }
 
 static void __net_exit copa_net_exit(struct net *net)
 {
-	copa_params_net_exit(&copa_params, net);
+	tcp_copa_params_net_exit(&copa_params, net);
 }
 
 static struct pernet_operations copa_net_ops = {
@@ -504,14 +491,14 @@ static struct pernet_operations copa_net_ops = {
 static struct tcp_congestion_ops tcp_copa_cong_ops __read_mostly = {
 	.name		= "copa",
 	.owner		= THIS_MODULE,
-	.init		= copa_init,
-	.cong_control	= copa_cong_control,
-	.ssthresh	= copa_ssthresh,
-	.undo_cwnd	= copa_undo_cwnd,
-	.set_state	= copa_set_state,
-	.in_ack_event	= copa_in_ack_event,
+	.init		= tcp_copa_init,
+	.cong_control	= tcp_copa_cong_control,
+	.ssthresh	= tcp_copa_ssthresh,
+	.undo_cwnd	= tcp_copa_undo_cwnd,
+	.set_state	= tcp_copa_set_state,
+	.in_ack_event	= tcp_copa_in_ack_event,
 	COPA_TX_START_OP,
-	.get_info	= copa_get_info,
+	.get_info	= tcp_copa_get_info,
 };
 
 static int __init copa_register(void)

@@ -18,14 +18,14 @@
 #include "tcp_copa_compat.h"
 #include "tcp_copa_algo.h"
 
-void copa_cong_control(COPA_CONG_CONTROL_ARGS);
-void copa_init(struct sock *sk);
-u32 copa_ssthresh(struct sock *sk);
-u32 copa_undo_cwnd(struct sock *sk);
-void copa_set_state(struct sock *sk, u8 new_state);
-void copa_in_ack_event(struct sock *sk, u32 flags);
-size_t copa_get_info(struct sock *sk, u32 ext, int *attr,
-		     union tcp_cc_info *info);
+void tcp_copa_cong_control(COPA_CONG_CONTROL_ARGS);
+void tcp_copa_init(struct sock *sk);
+u32 tcp_copa_ssthresh(struct sock *sk);
+u32 tcp_copa_undo_cwnd(struct sock *sk);
+void tcp_copa_set_state(struct sock *sk, u8 new_state);
+void tcp_copa_in_ack_event(struct sock *sk, u32 flags);
+size_t tcp_copa_get_info(struct sock *sk, u32 ext, int *attr,
+			 union tcp_cc_info *info);
 
 /*
  * Tunables: module parameters that set the defaults of per-namespace
@@ -40,7 +40,7 @@ struct copa_tunable {
 	unsigned int	def;	/* module parameter: default for new netns */
 };
 
-extern const struct kernel_param_ops copa_tunable_ops;
+extern const struct kernel_param_ops tcp_copa_tunable_ops;
 
 struct copa_params {
 	const char		*path;	/* sysctl directory, "net/ipv4/..." */
@@ -57,16 +57,16 @@ struct copa_net {
 
 #define COPA_NET_SIZE(n)	(sizeof(struct copa_net) + (n) * sizeof(unsigned int))
 
-int copa_params_net_init(const struct copa_params *p, struct net *net);
-void copa_params_net_exit(const struct copa_params *p, struct net *net);
-const unsigned int *copa_params_of(const struct copa_params *p,
-				   const struct net *net);
+int tcp_copa_params_net_init(const struct copa_params *p, struct net *net);
+void tcp_copa_params_net_exit(const struct copa_params *p, struct net *net);
+const unsigned int *tcp_copa_params_of(const struct copa_params *p,
+				       const struct net *net);
 
 /* Read one per-namespace value of a socket's namespace. */
 static inline unsigned int copa_param(const struct copa_params *p,
 				      const struct sock *sk, unsigned int id)
 {
-	return READ_ONCE(copa_params_of(p, sock_net(sk))[id]);
+	return READ_ONCE(tcp_copa_params_of(p, sock_net(sk))[id]);
 }
 
 #endif /* _TCP_COPA_H */

@@ -36,6 +36,8 @@
 #define COPA_MIN_CWND		2	/* packets */
 #define COPA_INIT_CWND		10	/* TCP_INIT_CWND (RFC 6928), packets */
 #define COPA_MAX_CWND		0x400000U	/* 2^22 packets: cwnd_acc fits s32 */
+#define COPA_MAX_MSS		0xffffU		/* IP_MAX_MTU bounds mss_cache */
+#define COPA_MAX_RTT_US		0x10000000U	/* 2^28 us (268 s) > TCP_RTO_MAX */
 #define COPA_INV_DELTA_MIN	COPA_UNIT		/* delta <= 1 */
 #define COPA_INV_DELTA_MAX	(1000U << COPA_SHIFT)	/* delta >= 0.001 */
 #define COPA_INV_DELTA_REGROW	(COPA_UNIT / 32)	/* per loss-free round */
@@ -62,6 +64,8 @@
 #define COPA_START_ROUNDS	2	/* ... of the next 2 round ends: hold */
 #define COPA_IDLE_MIN_US	(200 * COPA_USEC_PER_MSEC) /* idle: > srtt + this */
 #define COPA_RATE_MAX_PKTS	0x4000000U /* 2^26 a round: bytes*1e6 fit u64 */
+#define COPA_RATE_SHIFT		4	/* stored rates: 16 bytes/s units */
+#define COPA_RATE_MAX		((u64)U32_MAX << COPA_RATE_SHIFT) /* 550 Gbit/s */
 
 /* Operating modes, as reported by the tracepoint and inet_diag. */
 enum copa_mode {
@@ -90,7 +94,11 @@ struct copa_win {
 	u32	start;		/* low 32 bits of the clock, us */
 };
 
-/* Per-socket Copa state, in icsk_ca_priv (103 of its 104 bytes). */
+/*
+ * Per-socket Copa state, in icsk_ca_priv (104 of its 104 bytes). Rates
+ * (limit_rate, hold_rate) are stored in units of 2^COPA_RATE_SHIFT
+ * bytes/s; copa_rate_load() and copa_rate_store() convert.
+ */
 struct copa {
 	struct copa_win	rtt_min;	/* min RTT over max(10 s, 20 RTTmin) */
 	struct copa_win	rtt_standing;	/* min RTT over srtt/2 */
@@ -98,12 +106,12 @@ struct copa {
 	u32	next_round_delivered;	/* delivered count ending this round */
 	u32	round_start_us;		/* clock low bits as this round began */
 	u32	round_start_lost;	/* lost count as this round began */
-	u32	limit_rate;		/* bytes/s of the last limited round */
+	u32	limit_rate;		/* rate of the last limited round */
 	u32	limit_cwnd;		/* its cwnd less queue, packets */
 	u32	round_cwnd;		/* cwnd (packets) at round start */
 	u32	inv_delta;		/* current 1/delta, COPA_UNIT scale */
 	u32	inv_delta0;		/* configured 1/delta, COPA_UNIT scale */
-	u32	hold_rate;		/* bytes/s to hold, 0 = Copa decides */
+	u32	hold_rate;		/* rate to hold, 0 = Copa decides */
 	u32	loss_lost;		/* packets lost in the loss window */
 	u32	loss_delivered;		/* packets delivered in the window */
 	s32	cwnd_acc;		/* pending cwnd change, see copa_move_cwnd */
@@ -141,6 +149,7 @@ struct copa {
 		round_ece:1,		/* an ECN echo counted in this round */
 		prior_slow_start:1,	/* slow start before the last reduction */
 		round_drop:1;		/* a loss with the queue low this round */
+	u8	round_idle:1;		/* sending restarted after idle this round */
 };
 
 /*
@@ -171,6 +180,53 @@ struct copa_ack {
 static inline bool copa_before(u32 a, u32 b)
 {
 	return (s32)(a - b) < 0;
+}
+
+/*
+ * Has copa_reset() run? The stack zeroes icsk_ca_priv before init, and
+ * ssthresh, set_state, undo_cwnd and the start of transmission can come
+ * first (a SYN's timeout, a TFO SYN with data): every entry point leaves
+ * such a state alone.
+ */
+static inline bool copa_ready(const struct copa *ca)
+{
+	return ca->inv_delta0 != 0;
+}
+
+static inline u32 copa_cwnd_in(u32 cwnd)
+{
+	return clamp_t(u32, cwnd, COPA_MIN_CWND, COPA_MAX_CWND);
+}
+
+/*
+ * Bound what the stack hands in before any arithmetic: a route's
+ * initcwnd is clamped only to snd_cwnd_clamp, and the owner of a user
+ * namespace sets both. From here on cwnd is in [COPA_MIN_CWND,
+ * COPA_MAX_CWND], mss in [1, COPA_MAX_MSS] and every time below
+ * COPA_MAX_RTT_US, which bounds each product and divisor below.
+ */
+static inline void copa_ack_in(struct copa_ack *ack)
+{
+	ack->cwnd = copa_cwnd_in(ack->cwnd);
+	ack->mss = clamp_t(u32, ack->mss, 1, COPA_MAX_MSS);
+	ack->srtt_us = min(ack->srtt_us, COPA_MAX_RTT_US);
+	ack->rtt_us = min_t(s32, ack->rtt_us, COPA_MAX_RTT_US);
+}
+
+static inline u64 copa_rate_load(u32 stored)
+{
+	return (u64)stored << COPA_RATE_SHIFT;
+}
+
+/*
+ * Rounded down, never above a limit it measured, but a rate that is not
+ * 0 is not stored as 0 ("no hold").
+ */
+static inline u32 copa_rate_store(u64 rate)
+{
+	u32 stored = min(rate, COPA_RATE_MAX) >> COPA_RATE_SHIFT;
+
+	return rate && !stored ? 1 : stored;
 }
 
 /* ---------------------------------------------------------------------
@@ -270,8 +326,8 @@ static inline u32 copa_pkt_us(const struct copa_ack *ack)
 static inline u32 copa_own_queue_us(const struct copa *ca,
 				    const struct copa_ack *ack, u32 inv)
 {
-	u64 own = div_u64((u64)copa_srtt(ack) * max(inv, COPA_UNIT),
-			  max(ack->cwnd, 1U) << COPA_SHIFT);
+	u64 own = div64_u64((u64)copa_srtt(ack) * max(inv, COPA_UNIT),
+			    (u64)max(ack->cwnd, 1U) << COPA_SHIFT);
 
 	return min_t(u64, own,
 		     max(copa_win_min(&ca->rtt_min) / 2, copa_pkt_us(ack)));
@@ -443,7 +499,7 @@ static inline void copa_exit_slow_start(struct copa *ca)
 static inline void copa_move_cwnd(struct copa *ca, struct copa_ack *ack,
 				  s64 num)
 {
-	u64 per_pkt = (u64)COPA_UNIT * ack->cwnd;
+	u64 per_pkt = (u64)COPA_UNIT * max(ack->cwnd, 1U);
 	s64 acc = ca->cwnd_acc + num;
 	u64 mag = acc < 0 ? -(u64)acc : (u64)acc;
 	u64 pkts = div64_u64(mag, per_pkt);
@@ -616,10 +672,10 @@ static inline u32 copa_next_inv_delta(const struct copa *ca)
 {
 	u32 inv = ca->inv_delta;
 
-	if (ca->loss_thresh && copa_round_lossy(ca))
-		return max(inv / 2, COPA_INV_DELTA_MIN);
 	if (ca->round_loss && ca->competitive)
 		return max(inv / 2, ca->inv_delta0);
+	if (ca->loss_thresh && copa_round_lossy(ca))
+		return max(inv / 2, COPA_INV_DELTA_MIN);
 	if (ca->round_loss)
 		return min(inv, ca->inv_delta0);
 	if (ca->competitive)
@@ -636,7 +692,8 @@ static inline bool copa_regrowing(const struct copa *ca)
 /* Largest v that moves cwnd by at most @room / 2 packets per round. */
 static inline u32 copa_velocity_cap(const struct copa *ca, u32 room)
 {
-	u64 cap = div_u64((u64)room << COPA_SHIFT, 2 * ca->inv_delta);
+	u32 inv = max(ca->inv_delta, COPA_INV_DELTA_MIN);
+	u64 cap = div_u64((u64)room << COPA_SHIFT, 2 * inv);
 
 	return clamp_t(u64, cap, 1, COPA_MAX_VELOCITY);
 }
@@ -689,15 +746,18 @@ static inline void copa_cut_cwnd(struct copa *ca, struct copa_ack *ack)
  * Rate limits: a policer, or a buffer shorter than Copa's target queue.
  */
 
-/* Whole packets in @us at @rate bytes/s. */
-static inline u64 copa_pkts_in(const struct copa_ack *ack, u32 rate, u32 us)
+/*
+ * Whole packets in @us at @rate bytes/s. @rate <= COPA_RATE_MAX < 2^36
+ * and @us is at most COPA_MAX_RTT_US (2^28): the product fits u64.
+ */
+static inline u64 copa_pkts_in(const struct copa_ack *ack, u64 rate, u32 us)
 {
-	return div64_u64((u64)rate * us,
+	return div64_u64(min(rate, COPA_RATE_MAX) * min(us, COPA_MAX_RTT_US),
 			 (u64)COPA_USEC_PER_SEC * max(ack->mss, 1U));
 }
 
 /* Packets in @rtt_us at @rate bytes/s (at least one). */
-static inline u64 copa_rate_pkts(const struct copa_ack *ack, u32 rate,
+static inline u64 copa_rate_pkts(const struct copa_ack *ack, u64 rate,
 				 u32 rtt_us)
 {
 	return max_t(u64, copa_pkts_in(ack, rate, rtt_us), 1);
@@ -705,13 +765,13 @@ static inline u64 copa_rate_pkts(const struct copa_ack *ack, u32 rate,
 
 /* Packets in one RTTmin at @rate bytes/s (at least one). */
 static inline u64 copa_rate_bdp(const struct copa *ca,
-				const struct copa_ack *ack, u32 rate)
+				const struct copa_ack *ack, u64 rate)
 {
 	return copa_rate_pkts(ack, rate, copa_win_min(&ca->rtt_min));
 }
 
-/* Delivery rate of the round ending now, bytes/s (saturates at u32). */
-static inline u32 copa_round_rate(const struct copa *ca,
+/* Delivery rate of the round ending now, bytes/s, at most COPA_RATE_MAX. */
+static inline u64 copa_round_rate(const struct copa *ca,
 				  const struct copa_ack *ack)
 {
 	u32 pkts = min(ack->delivered - ca->next_round_delivered,
@@ -719,7 +779,19 @@ static inline u32 copa_round_rate(const struct copa *ca,
 	u64 bytes = (u64)pkts * ack->mss;
 	u32 elapsed = max((u32)ack->now_us - ca->round_start_us, 1U);
 
-	return min_t(u64, div_u64(bytes * COPA_USEC_PER_SEC, elapsed), U32_MAX);
+	return min(div_u64(bytes * COPA_USEC_PER_SEC, elapsed), COPA_RATE_MAX);
+}
+
+/*
+ * Does the round ending now measure the path? Not if the application
+ * limited it (the rate sample says so) or if sending restarted after an
+ * idle period during it (copa_on_tx_start()): its start time is then from
+ * before the silence, and its rate what the application sent.
+ */
+static inline bool copa_round_measured(const struct copa *ca,
+				       const struct copa_ack *ack)
+{
+	return !ack->app_limited && !ca->round_idle;
 }
 
 /* Packets marked lost since the round ending now began. */
@@ -747,12 +819,12 @@ static inline bool copa_round_limited(const struct copa *ca,
 }
 
 /* Does @rate agree with the limited round before, within rate_tol %? */
-static inline bool copa_rates_agree(const struct copa *ca, u32 rate)
+static inline bool copa_rates_agree(const struct copa *ca, u64 rate)
 {
-	u32 diff = max(rate, ca->limit_rate) - min(rate, ca->limit_rate);
+	u64 limit = copa_rate_load(ca->limit_rate);
+	u64 diff = max(rate, limit) - min(rate, limit);
 
-	return diff <= COPA_RATE_SLACK ||
-	       (u64)diff * 100 <= (u64)ca->limit_rate * ca->rate_tol;
+	return diff <= COPA_RATE_SLACK || diff * 100 <= limit * ca->rate_tol;
 }
 
 /*
@@ -767,7 +839,7 @@ static inline bool copa_rates_agree(const struct copa *ca, u32 rate)
  */
 static inline u32 copa_unqueued_cwnd(const struct copa *ca,
 				     const struct copa_ack *ack, u32 cwnd,
-				     u32 rate)
+				     u64 rate)
 {
 	u64 queued = copa_pkts_in(ack, rate, copa_dq_us(ca));
 
@@ -817,7 +889,7 @@ static inline bool copa_short_buffer_full(const struct copa *ca,
  */
 static inline bool copa_short_buffer_over(const struct copa *ca,
 					  const struct copa_ack *ack, u32 cwnd,
-					  u32 rate)
+					  u64 rate)
 {
 	u64 carried = copa_rate_pkts(ack, rate,
 				     copa_win_min(&ca->rtt_standing));
@@ -847,7 +919,7 @@ static inline bool copa_short_buffer_over(const struct copa *ca,
  */
 static inline bool copa_cwnd_beyond(const struct copa *ca,
 				    const struct copa_ack *ack, u32 cwnd,
-				    u32 rate)
+				    u64 rate)
 {
 	u32 tol = ca->limit_held ? ca->rate_tol : 2 * ca->rate_tol;
 	u64 carried = copa_rate_pkts(ack, rate,
@@ -860,19 +932,22 @@ static inline bool copa_cwnd_beyond(const struct copa *ca,
 }
 
 /*
- * Policed: pace at hold_rate with a window of 1.5 times its BDP, room
+ * Policed: pace at hold_rate with a window of 1.5 times its BDP, and at
+ * least two packets more than the BDP (a delayed ACK holds back one), room
  * enough for pacing, not cwnd, to set the rate.
  */
 static inline u64 copa_hold_cwnd(const struct copa *ca,
 				 const struct copa_ack *ack)
 {
-	return 3 * copa_rate_bdp(ca, ack, ca->hold_rate) / 2;
+	u64 bdp = copa_rate_bdp(ca, ack, copa_rate_load(ca->hold_rate));
+
+	return max(3 * bdp / 2, bdp + 2);
 }
 
 static inline void copa_apply_hold(struct copa *ca, struct copa_ack *ack)
 {
 	copa_set_cwnd(ca, ack, copa_hold_cwnd(ca, ack));
-	ack->pacing_rate = ca->hold_rate;
+	ack->pacing_rate = copa_rate_load(ca->hold_rate);
 }
 
 /* Rounds a hold lasts: hold_rounds << hold_shift, at most 255. */
@@ -888,13 +963,13 @@ static inline u32 copa_hold_len(const struct copa *ca)
  * (copa_forget_limit()): each probe costs the losses of one overshoot, so
  * a persistent limit is probed ever less often.
  */
-static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
+static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u64 rate)
 {
 	if (!ca->probing)
 		ca->hold_shift = 0;
 	else if (ca->hold_shift < 3)
 		ca->hold_shift++;
-	ca->hold_rate = rate;
+	ca->hold_rate = copa_rate_store(rate);
 	ca->hold_lossy = 0;
 	ca->hold_cut = 0;
 	ca->limit_rounds = copa_hold_len(ca);
@@ -911,8 +986,10 @@ static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u32 rate)
  */
 static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
 {
-	copa_set_cwnd(ca, ack, copa_rate_bdp(ca, ack, ca->hold_rate));
-	ack->pacing_rate = ca->hold_rate;
+	u64 rate = copa_rate_load(ca->hold_rate);
+
+	copa_set_cwnd(ca, ack, copa_rate_bdp(ca, ack, rate));
+	ack->pacing_rate = rate;
 	ca->limit_rate = ca->hold_rate;
 	ca->limit_cwnd = ack->cwnd;
 	ca->limit_rounds = 0;
@@ -935,11 +1012,13 @@ static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
  * round that loses reads low: the sender stalls on packets not yet
  * marked lost).
  */
-static inline u32 copa_hold_rate(const struct copa *ca, u32 rate)
+static inline u64 copa_hold_rate(const struct copa *ca, u64 rate)
 {
+	u64 limit = copa_rate_load(ca->limit_rate);
+
 	if (ca->limit_held)
-		return rate / 2 + ca->limit_rate / 2;
-	return min(rate, ca->limit_rate);
+		return rate / 2 + limit / 2;
+	return min(rate, limit);
 }
 
 /* No limited round to compare with; the next hold is a first one. */
@@ -969,7 +1048,7 @@ static inline void copa_forget_hold(struct copa *ca)
  * until the bucket ran dry.
  */
 static inline bool copa_train_limited(const struct copa *ca,
-				      const struct copa_ack *ack, u32 rate)
+				      const struct copa_ack *ack, u64 rate)
 {
 	u32 pkts = ack->delivered - ca->next_round_delivered;
 	u32 standing = copa_win_min(&ca->rtt_standing);
@@ -983,11 +1062,12 @@ static inline bool copa_train_limited(const struct copa *ca,
 static inline void copa_sample_start(struct copa *ca,
 				     const struct copa_ack *ack)
 {
-	u32 rate = copa_round_rate(ca, ack);
+	u64 rate = copa_round_rate(ca, ack);
 
-	if (!copa_train_limited(ca, ack, rate))
+	if (!copa_round_measured(ca, ack) ||
+	    !copa_train_limited(ca, ack, rate))
 		return;
-	ca->limit_rate = rate;
+	ca->limit_rate = copa_rate_store(rate);
 	ca->limit_rounds = 0;
 	ca->limit_held = 0;
 	ca->start_sample = 1;
@@ -1017,13 +1097,14 @@ static inline void copa_sample_start(struct copa *ca,
  */
 static inline void copa_hold_start(struct copa *ca, struct copa_ack *ack)
 {
-	u32 rate = copa_round_rate(ca, ack);
-	u64 cap = (u64)rate + rate / COPA_ROUND_STEP_DIV;
+	u64 rate = copa_round_rate(ca, ack);
+	u64 cap = rate + rate / COPA_ROUND_STEP_DIV;
 
 	if (rate && (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV >=
 		    copa_round_sent(ca, ack)) {
 		ca->start_sample = 0;
-		copa_hold(ca, ack, clamp_t(u64, ca->limit_rate, rate, cap));
+		copa_hold(ca, ack, clamp_t(u64, copa_rate_load(ca->limit_rate),
+					   rate, cap));
 	} else if (ca->limit_rounds >= COPA_START_ROUNDS) {
 		copa_forget_limit(ca);
 	}
@@ -1035,11 +1116,11 @@ static inline void copa_hold_start(struct copa *ca, struct copa_ack *ack)
  */
 static inline void copa_sample_limit(struct copa *ca,
 				     const struct copa_ack *ack, u32 cwnd,
-				     u32 rate)
+				     u64 rate)
 {
 	u32 sent = min_t(u64, copa_round_sent(ca, ack), U32_MAX);
 
-	ca->limit_rate = rate;
+	ca->limit_rate = copa_rate_store(rate);
 	ca->limit_cwnd = copa_unqueued_cwnd(ca, ack, max(cwnd, sent), rate);
 	ca->limit_rounds = 0;
 	ca->limit_held = 0;
@@ -1079,11 +1160,11 @@ static inline void copa_sample_limit(struct copa *ca,
 static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 				     u32 cwnd)
 {
-	u32 rate;
+	u64 rate;
 
 	if (!ca->detect)
 		return;
-	if (ack->app_limited) {
+	if (!copa_round_measured(ca, ack)) {
 		copa_forget_limit(ca);
 		return;
 	}
@@ -1096,6 +1177,8 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 	if (ca->round_slow_start || !copa_round_limited(ca, ack))
 		return;
 	rate = copa_round_rate(ca, ack);
+	if (!rate)
+		return;
 	if (ca->limit_rate && copa_rates_agree(ca, rate)) {
 		if (copa_cwnd_beyond(ca, ack, cwnd, rate))
 			copa_hold(ca, ack, copa_hold_rate(ca, rate));
@@ -1121,7 +1204,10 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
  */
 static inline void copa_cut_hold(struct copa *ca, struct copa_ack *ack)
 {
-	ca->hold_rate = min(ca->hold_rate, copa_round_rate(ca, ack));
+	u32 rate = copa_rate_store(copa_round_rate(ca, ack));
+
+	if (rate)
+		ca->hold_rate = min(ca->hold_rate, rate);
 	ca->hold_cut = 1;
 	ca->hold_lossy = 0;
 	copa_apply_hold(ca, ack);
@@ -1139,7 +1225,7 @@ static inline void copa_cut_hold(struct copa *ca, struct copa_ack *ack)
  */
 static inline void copa_trim_hold(struct copa *ca, struct copa_ack *ack)
 {
-	u32 rate = copa_round_rate(ca, ack);
+	u32 rate = copa_rate_store(copa_round_rate(ca, ack));
 
 	if (rate && rate < ca->hold_rate) {
 		ca->hold_rate = rate;
@@ -1161,7 +1247,9 @@ static inline void copa_trim_hold(struct copa *ca, struct copa_ack *ack)
  */
 static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 {
-	bool limited = (u32)ca->limit_rounds + 1 < copa_hold_len(ca) &&
+	bool measured = copa_round_measured(ca, ack);
+	bool limited = measured &&
+		       (u32)ca->limit_rounds + 1 < copa_hold_len(ca) &&
 		       copa_round_limited(ca, ack);
 	bool lost_twice = limited && ca->hold_lossy;
 
@@ -1172,7 +1260,7 @@ static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 		copa_cut_hold(ca, ack);
 	else
 		ca->hold_lossy |= limited;
-	if (ca->hold_rate && copa_round_lost(ca, ack) &&
+	if (ca->hold_rate && measured && copa_round_lost(ca, ack) &&
 	    copa_short_buffer_full(ca, ack))
 		copa_trim_hold(ca, ack);
 }
@@ -1196,6 +1284,7 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 	ca->round_loss = 0;
 	ca->round_ece = 0;
 	ca->round_drop = 0;
+	ca->round_idle = 0;
 	copa_start_round(ca, ack);
 }
 
@@ -1263,12 +1352,14 @@ static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd)
 static inline void copa_end_slow_start_on_loss(struct copa *ca,
 					       struct copa_ack *ack)
 {
-	u32 carried = max(ack->rs_delivered, 0);
+	u32 cwnd = ack->cwnd / 2;
 
 	if (!ca->slow_start || ack->losses <= 0)
 		return;
+	if (ack->rs_delivered >= 0)
+		cwnd = min_t(u32, cwnd, ack->rs_delivered);
 	copa_sample_start(ca, ack);
-	copa_set_cwnd(ca, ack, min(ack->cwnd / 2, carried));
+	copa_set_cwnd(ca, ack, cwnd);
 	copa_exit_slow_start(ca);
 }
 
@@ -1294,8 +1385,9 @@ static inline u64 copa_round_step(const struct copa *ca, u32 cwnd,
 	if (increase)
 		cap = ((u64)cwnd << COPA_SHIFT) / COPA_ROUND_STEP_DIV;
 	else
-		cap = div_u64(((u64)cwnd << COPA_SHIFT) * copa_dq_us(ca) *
-			      COPA_DRAIN_NUM, COPA_DRAIN_DEN * max(standing, 1U));
+		cap = div64_u64(((u64)cwnd << COPA_SHIFT) * copa_dq_us(ca) *
+				COPA_DRAIN_NUM,
+				(u64)COPA_DRAIN_DEN * max(standing, 1U));
 	cap = max_t(u64, cap, 1);
 	return ca->drain_rounds && !increase ? cap : min(step, cap);
 }
@@ -1373,6 +1465,12 @@ static inline u64 copa_pacing_rate(const struct copa *ca,
 	return div_u64(bytes, rtt);
 }
 
+/* The rate a hold paces at, bytes/s; 0 when Copa is not holding one. */
+static inline u64 copa_held_rate(const struct copa *ca)
+{
+	return copa_rate_load(ca->hold_rate);
+}
+
 static inline enum copa_mode copa_mode(const struct copa *ca)
 {
 	if (ca->hold_rate)
@@ -1382,9 +1480,16 @@ static inline enum copa_mode copa_mode(const struct copa *ca)
 	return ca->competitive ? COPA_MODE_COMPETITIVE : COPA_MODE_DEFAULT;
 }
 
-/* Process one ACK: @ack->cwnd and @ack->pacing_rate are the result. */
-static inline void copa_on_ack(struct copa *ca, struct copa_ack *ack)
+/*
+ * Process one ACK: @ack->cwnd and @ack->pacing_rate are the result.
+ * False if Copa has no state yet (the SYN-ACK can reach cong_control
+ * before init on 7.x): then leave the socket alone.
+ */
+static inline bool copa_on_ack(struct copa *ca, struct copa_ack *ack)
 {
+	if (!copa_ready(ca))
+		return false;
+	copa_ack_in(ack);
 	ack->target = 0;
 	copa_update_rtt(ca, ack);
 	copa_account_loss(ca, ack);
@@ -1395,10 +1500,31 @@ static inline void copa_on_ack(struct copa *ca, struct copa_ack *ack)
 
 	if (ca->hold_rate) {
 		copa_apply_hold(ca, ack);
-		return;
+		return true;
 	}
 	copa_update_cwnd(ca, ack);
 	ack->pacing_rate = copa_pacing_rate(ca, ack);
+	return true;
+}
+
+/*
+ * The pacing rate for window @cwnd between ACKs (at init, after idle), or
+ * 0 to leave the socket's: a hold paces at its own rate, and a state
+ * before init has none.
+ */
+static inline u64 copa_window_pacing_rate(const struct copa *ca, u32 cwnd,
+					  u32 mss, u32 srtt_us)
+{
+	struct copa_ack ack = {
+		.cwnd		= cwnd,
+		.mss		= mss,
+		.srtt_us	= srtt_us,
+	};
+
+	if (!copa_ready(ca) || ca->hold_rate)
+		return 0;
+	copa_ack_in(&ack);
+	return copa_pacing_rate(ca, &ack);
 }
 
 /* ---------------------------------------------------------------------
@@ -1408,6 +1534,8 @@ static inline void copa_on_ack(struct copa *ca, struct copa_ack *ack)
 /* (Re)start from slow start with the configured delta; RTTmin is kept. */
 static inline void copa_restart(struct copa *ca, u32 cwnd, u32 delivered)
 {
+	if (!copa_ready(ca))
+		return;
 	ca->slow_start = 1;
 	ca->round_slow_start = 1;
 	ca->competitive = 0;
@@ -1427,7 +1555,7 @@ static inline void copa_restart(struct copa *ca, u32 cwnd, u32 delivered)
 	ca->loss_lost = 0;
 	ca->loss_delivered = 0;
 	ca->inv_delta = ca->inv_delta0;
-	ca->round_cwnd = cwnd;
+	ca->round_cwnd = copa_cwnd_in(cwnd);
 	ca->next_round_delivered = delivered;
 }
 
@@ -1448,7 +1576,7 @@ static inline void copa_reset(struct copa *ca, u32 delta_milli,
 	ca->rate_tol = COPA_RATE_TOL_PCT;
 	ca->hold_rounds = COPA_HOLD_ROUNDS;
 	copa_restart(ca, cwnd, delivered);
-	ca->prior_cwnd = cwnd;
+	ca->prior_cwnd = copa_cwnd_in(cwnd);
 	ca->prior_inv_delta = ca->inv_delta0 >> COPA_PRIOR_SHIFT;
 	ca->prior_slow_start = 1;
 }
@@ -1459,7 +1587,9 @@ static inline void copa_reset(struct copa *ca, u32 delta_milli,
  */
 static inline void copa_save_prior(struct copa *ca, u32 cwnd)
 {
-	ca->prior_cwnd = cwnd;
+	if (!copa_ready(ca))
+		return;
+	ca->prior_cwnd = copa_cwnd_in(cwnd);
 	ca->prior_inv_delta = ca->inv_delta >> COPA_PRIOR_SHIFT;
 	ca->prior_slow_start = ca->slow_start;
 	ca->prior_held = !!ca->hold_rate;
@@ -1494,6 +1624,8 @@ static inline u32 copa_undo(struct copa *ca, u32 cwnd)
 {
 	u32 inv = (u32)ca->prior_inv_delta << COPA_PRIOR_SHIFT;
 
+	if (!copa_ready(ca))
+		return cwnd;
 	copa_undo_limit(ca);
 	ca->inv_delta = clamp_t(u32, max(ca->inv_delta, inv),
 				COPA_INV_DELTA_MIN, COPA_INV_DELTA_MAX);
@@ -1508,10 +1640,16 @@ static inline u32 copa_undo(struct copa *ca, u32 cwnd)
 		       COPA_MAX_CWND);
 }
 
-/* The stack saw an ECN echo on the ACK that cong_control gets next. */
-static inline void copa_on_ece(struct copa *ca)
+/*
+ * Every ACK the stack processes comes here first, @ece if it echoes CE.
+ * Not every one reaches cong_control (an ACK with nothing in flight does
+ * not), so the flag is set or cleared on each: only the echo of the ACK
+ * that cong_control processes next counts.
+ */
+static inline void copa_on_ack_event(struct copa *ca, bool ece)
 {
-	ca->ece = 1;
+	if (copa_ready(ca))
+		ca->ece = ece;
 }
 
 /*
@@ -1547,12 +1685,17 @@ static inline u32 copa_on_tx_start(struct copa *ca, u64 idle_us, u32 srtt_us,
 				   u32 cwnd, u32 rate_delivered,
 				   u32 rate_interval_us)
 {
-	u32 srtt = max(srtt_us, 1U);
-	u32 restart_cwnd = clamp_t(u32, cwnd, COPA_MIN_CWND, COPA_INIT_CWND);
+	u32 srtt = clamp_t(u32, srtt_us, 1, COPA_MAX_RTT_US);
+	u32 restart_cwnd = min_t(u32, copa_cwnd_in(cwnd), COPA_INIT_CWND);
+	bool idle = idle_us > (u64)srtt + COPA_IDLE_MIN_US;
 	u64 rate_cwnd;
 
-	if (!ca->slow_start && idle_us <= (u64)srtt + COPA_IDLE_MIN_US)
+	if (!copa_ready(ca))
 		return cwnd;
+	cwnd = copa_cwnd_in(cwnd);
+	if (!ca->slow_start && !idle)
+		return cwnd;
+	ca->round_idle |= idle;
 	ca->calm = 1;
 	if (rate_interval_us && !ca->hold_rate) {
 		rate_cwnd = div_u64((u64)rate_delivered * srtt, rate_interval_us);

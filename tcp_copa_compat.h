@@ -45,17 +45,17 @@
 /*
  * Sending after an idle period (nothing in flight) is CA_EVENT_TX_START
  * through cwnd_event up to 7.0, and has its own hook, cwnd_event_tx_start,
- * from 7.1. Both lead to copa_tx_start().
+ * from 7.1. Both lead to tcp_copa_tx_start().
  */
-void copa_tx_start(struct sock *sk);
+void tcp_copa_tx_start(struct sock *sk);
 
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 1, 0)
-#define COPA_TX_START_OP	.cwnd_event_tx_start = copa_tx_start
+#define COPA_TX_START_OP	.cwnd_event_tx_start = tcp_copa_tx_start
 #else
 static inline void copa_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 {
 	if (ev == CA_EVENT_TX_START)
-		copa_tx_start(sk);
+		tcp_copa_tx_start(sk);
 }
 
 #define COPA_TX_START_OP	.cwnd_event = copa_cwnd_event
@@ -84,9 +84,11 @@ copa_register_net_sysctl(struct net *net, const char *path,
 }
 
 /*
- * tcp_copa.ko exports what tcp_copa_policer.ko uses in the symbol
- * namespace TCP_COPA, so that the generic names (copa_init, ...) cannot
- * clash with another module's. The namespace argument of
+ * tcp_copa.ko exports what tcp_copa_policer.ko uses, each name prefixed
+ * tcp_copa_ (symbols are looked up by name whatever their namespace, so
+ * the prefix is what keeps them from clashing with another module's), in
+ * the symbol namespace TCP_COPA, so that only a module that imports it
+ * links against them. The namespace argument of
  * EXPORT_SYMBOL_NS_GPL() and MODULE_IMPORT_NS() is a bare identifier,
  * stringified by the macros, up to 6.12 and a string literal from 6.13
  * (commit cdd30ebb1b9f, "module: Convert symbol namespace to string

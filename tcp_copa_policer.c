@@ -51,7 +51,7 @@ static struct copa_params policer_params = {
 
 static void copa_policer_init(struct sock *sk)
 {
-	copa_init(sk);
+	tcp_copa_init(sk);
 	copa_set_detector(inet_csk_ca(sk),
 			  copa_param(&policer_params, sk, POLICER_T_DETECT),
 			  copa_param(&policer_params, sk, POLICER_T_LOSS_THRESH),
@@ -59,29 +59,29 @@ static void copa_policer_init(struct sock *sk)
 			  copa_param(&policer_params, sk, POLICER_T_HOLD_ROUNDS));
 }
 
-module_param_cb(detect, &copa_tunable_ops,
+module_param_cb(detect, &tcp_copa_tunable_ops,
 		&policer_tunables[POLICER_T_DETECT], 0644);
 MODULE_PARM_DESC(detect, "default policer detection (0 off, 1 on)");
-module_param_cb(loss_thresh, &copa_tunable_ops,
+module_param_cb(loss_thresh, &tcp_copa_tunable_ops,
 		&policer_tunables[POLICER_T_LOSS_THRESH], 0644);
 MODULE_PARM_DESC(loss_thresh,
 		 "default percent of a round's packets lost for it to count, 1-100");
-module_param_cb(rate_tol, &copa_tunable_ops,
+module_param_cb(rate_tol, &tcp_copa_tunable_ops,
 		&policer_tunables[POLICER_T_RATE_TOL], 0644);
 MODULE_PARM_DESC(rate_tol,
 		 "default percent two limited rounds' rates may differ, 1-100");
-module_param_cb(hold_rounds, &copa_tunable_ops,
+module_param_cb(hold_rounds, &tcp_copa_tunable_ops,
 		&policer_tunables[POLICER_T_HOLD_ROUNDS], 0644);
 MODULE_PARM_DESC(hold_rounds, "default rounds to hold a detected limit, 1-255");
 
 static int __net_init policer_net_init(struct net *net)
 {
-	return copa_params_net_init(&policer_params, net);
+	return tcp_copa_params_net_init(&policer_params, net);
 }
 
 static void __net_exit policer_net_exit(struct net *net)
 {
-	copa_params_net_exit(&policer_params, net);
+	tcp_copa_params_net_exit(&policer_params, net);
 }
 
 static struct pernet_operations policer_net_ops = {
@@ -95,13 +95,13 @@ static struct tcp_congestion_ops tcp_copa_policer_cong_ops __read_mostly = {
 	.name		= "copa_policer",
 	.owner		= THIS_MODULE,
 	.init		= copa_policer_init,
-	.cong_control	= copa_cong_control,
-	.ssthresh	= copa_ssthresh,
-	.undo_cwnd	= copa_undo_cwnd,
-	.set_state	= copa_set_state,
-	.in_ack_event	= copa_in_ack_event,
+	.cong_control	= tcp_copa_cong_control,
+	.ssthresh	= tcp_copa_ssthresh,
+	.undo_cwnd	= tcp_copa_undo_cwnd,
+	.set_state	= tcp_copa_set_state,
+	.in_ack_event	= tcp_copa_in_ack_event,
 	COPA_TX_START_OP,
-	.get_info	= copa_get_info,
+	.get_info	= tcp_copa_get_info,
 };
 
 static int __init copa_policer_register(void)

@@ -235,16 +235,13 @@ static __always_inline bool copa_cwnd_limited(const struct tcp_sock *tp)
 	return false;
 }
 
-static __always_inline bool copa_ack_begin(struct sock *sk,
+static __always_inline void copa_ack_begin(struct sock *sk,
 					   const struct rate_sample *rs,
 					   struct copa_ack *ack)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
-	const struct copa *ca = inet_csk_ca(sk);
 	long rtt_us = rs->rtt_us;
 
-	if (!ca->inv_delta)
-		return false;
 	__builtin_memset(ack, 0, sizeof(*ack));
 	ack->now_us = tp->tcp_mstamp;
 	ack->srtt_us = tp->srtt_us >> 3;
@@ -260,7 +257,6 @@ static __always_inline bool copa_ack_begin(struct sock *sk,
 	ack->rtt_us = rtt_us < 0 ? -1 : (s32)min_t(long, rtt_us, S32_MAX);
 	ack->cwnd_limited = copa_cwnd_limited(tp);
 	ack->app_limited = rs->is_app_limited;
-	return true;
 }
 
 static __always_inline void copa_set_pacing_rate(struct sock *sk, u64 rate)
@@ -300,14 +296,11 @@ static __always_inline void copa_ack_end(struct sock *sk,
 static __always_inline void copa_pace_window(struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
-	const struct copa *ca = inet_csk_ca(sk);
-	struct copa_ack ack = {};
+	u64 rate = copa_window_pacing_rate(inet_csk_ca(sk), tp->snd_cwnd,
+					   tp->mss_cache, tp->srtt_us >> 3);
 
-	ack.cwnd = tp->snd_cwnd;
-	ack.mss = tp->mss_cache;
-	ack.srtt_us = tp->srtt_us >> 3;
-	if (!ca->hold_rate)
-		copa_set_pacing_rate(sk, copa_pacing_rate(ca, &ack));
+	if (rate)
+		copa_set_pacing_rate(sk, rate);
 }
 
 static __always_inline void copa_bpf_init(struct sock *sk)
@@ -381,9 +374,9 @@ static __always_inline void copa_bpf_tx_start(struct sock *sk)
  * walk past its limit of a million instructions; as a subprogram it
  * walks under 50,000 (6.18).
  */
-static __noinline void copa_bpf_on_ack(struct copa *ca, struct copa_ack *ack)
+static __noinline bool copa_bpf_on_ack(struct copa *ca, struct copa_ack *ack)
 {
-	copa_on_ack(ca, ack);
+	return copa_on_ack(ca, ack);
 }
 
 /* One ACK: the shared algorithm between the stack's view and its result. */
@@ -394,10 +387,9 @@ static __always_inline void copa_bpf_cong_control(struct sock *sk,
 	u32 prev_us = ca->round_start_us;
 	struct copa_ack ack;
 
-	if (!copa_ack_begin(sk, rs, &ack))
-		return;
-	copa_bpf_on_ack(ca, &ack);
-	copa_ack_end(sk, &ack, prev_us);
+	copa_ack_begin(sk, rs, &ack);
+	if (copa_bpf_on_ack(ca, &ack))
+		copa_ack_end(sk, &ack, prev_us);
 }
 
 /* Entering recovery, loss or CWR: keep what an undo restores. */
@@ -410,11 +402,10 @@ static __always_inline u32 copa_bpf_ssthresh(struct sock *sk)
 	return copa_phase_ssthresh(ca, cwnd);
 }
 
-/* An ECN echo reaches in_ack_event just before cong_control. */
+/* Every ACK passes here, before cong_control if it gets there. */
 static __always_inline void copa_bpf_in_ack_event(struct sock *sk, u32 flags)
 {
-	if (flags & COPA_CA_ACK_ECE)
-		copa_on_ece(inet_csk_ca(sk));
+	copa_on_ack_event(inet_csk_ca(sk), flags & COPA_CA_ACK_ECE);
 }
 
 /*

@@ -523,7 +523,7 @@ static void tx_start(struct sim *s)
 				   s->srtt8 >> 3, s->cwnd, s->rate_delivered,
 				   s->rate_interval_us);
 	a.cwnd = s->cwnd;
-	if (!s->ca.hold_rate)
+	if (!copa_held_rate(&s->ca))
 		s->pacing = copa_pacing_rate(&s->ca, &a);
 }
 
@@ -621,15 +621,16 @@ static void check_ack(struct sim *s, const struct copa_ack *a,
 		fail("cwnd %u outside [2, %u]", a->cwnd, hi);
 	if (!a->pacing_rate)
 		fail("pacing rate 0");
-	if (ca->hold_rate && held) {
-		u64 bdp = copa_rate_bdp(ca, a, ca->hold_rate);
+	if (copa_held_rate(ca) && held) {
+		u64 bdp = copa_rate_bdp(ca, a, copa_held_rate(ca));
 
-		if (a->pacing_rate != ca->hold_rate ||
+		if (a->pacing_rate != copa_held_rate(ca) ||
 		    a->cwnd != copa_clamp_cwnd(a, copa_hold_cwnd(ca, a)))
-			fail("hold: pacing %llu cwnd %u, rate %u bdp %llu",
+			fail("hold: pacing %llu cwnd %u, rate %llu bdp %llu",
 			     (unsigned long long)a->pacing_rate, a->cwnd,
-			     ca->hold_rate, (unsigned long long)bdp);
-	} else if (standing && !ca->hold_rate && !held) {
+			     (unsigned long long)copa_held_rate(ca),
+			     (unsigned long long)bdp);
+	} else if (standing && !copa_held_rate(ca) && !held) {
 		/* rate * RTTstanding in [1, 2] x cwnd * mss, less rounding */
 		double x = (double)a->pacing_rate * standing /
 			   ((double)a->cwnd * a->mss * 1e6);
@@ -673,7 +674,7 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 	s32 rtt_us;
 	u32 cwnd_before = s->cwnd;
 	u32 delivered_before = s->delivered;
-	bool was_held = ca->hold_rate;
+	bool was_held = copa_held_rate(ca);
 
 	for (seq = s->ack_hi; copa_before(seq, ar->seq + 1); seq++) {
 		u8 *d = &s->dropped[seq & s->ring_mask];
@@ -759,9 +760,10 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 		s->rate_delivered = a.rs_delivered;
 		s->rate_interval_us = rtt_us;
 	}
-	if (getenv("MODEL_TRACE") && ca->hold_rate && !was_held)
-		fprintf(stderr, "t %.3f hold at %u B/s, cwnd %u (was %u)\n",
-			s->t / 1e12, ca->hold_rate, a.cwnd, cwnd_before);
+	if (getenv("MODEL_TRACE") && copa_held_rate(ca) && !was_held)
+		fprintf(stderr, "t %.3f hold at %llu B/s, cwnd %u (was %u)\n",
+			s->t / 1e12, (unsigned long long)copa_held_rate(ca),
+			a.cwnd, cwnd_before);
 	check_ack(s, &a, cwnd_before, was_held);
 	if (getenv("MODEL_TRACE") && s->ca.round_start)
 		fprintf(stderr, "t %.3f cwnd %u target %u dq %u standing %u min %u srtt %u v %u inv %u mode %d acked %u lost %u\n", s->t/1e12, a.cwnd, a.target, copa_dq_us(ca), copa_win_min(&ca->rtt_standing), copa_win_min(&ca->rtt_min), a.srtt_us, ca->velocity, ca->inv_delta, copa_mode(ca), acked, s->lost);
@@ -791,14 +793,14 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 	if (copa_dq_us(ca) > copa_win_min(&ca->rtt_min) / 4)
 		s->r->standing_ps = s->t;
 	s->r->competitive_acks += ca->competitive;
-	if (ca->hold_rate && !was_held)
+	if (copa_held_rate(ca) && !was_held)
 		s->r->holds++;
 	/* the ACKs whose output a hold set */
-	if (ca->hold_rate && was_held) {
+	if (copa_held_rate(ca) && was_held) {
 		s->r->hold_acks++;
 		s->r->hold_cwnd_min = min(s->r->hold_cwnd_min, s->cwnd);
 		s->r->hold_cwnd_max = max(s->r->hold_cwnd_max, s->cwnd);
-		s->r->hold_rate = ca->hold_rate;
+		s->r->hold_rate = copa_held_rate(ca);
 	}
 	(void)delivered_before;
 }
@@ -1694,7 +1696,7 @@ static void short_buffer_round(u32 standing_us, struct copa *ca, u32 *rate)
 	ca->round_start_lost = 100;
 	ca->round_drop = 1;
 	*rate = copa_round_rate(ca, &a);
-	ca->limit_rate = *rate / 4 * 3;
+	ca->limit_rate = copa_rate_store(*rate / 4 * 3);
 	ca->limit_cwnd = 45;
 	copa_detect_limit(ca, &a, 60);
 }
@@ -1706,11 +1708,15 @@ static bool short_buffer_overflow_holds(char *out, size_t len)
 
 	short_buffer_round(44000, &full, &rate);
 	short_buffer_round(40000, &empty, &rate);
-	OUT("round at %u B/s, sample %u B/s: full FIFO holds %u B/s; empty queue holds %u, new sample %u B/s",
-	    rate, rate / 4 * 3, full.hold_rate, empty.hold_rate,
-	    empty.limit_rate);
-	return full.hold_rate == rate && !empty.hold_rate &&
-	       empty.limit_rate == rate;
+	/* Stored rates keep whole units of 2^COPA_RATE_SHIFT bytes/s. */
+	u64 stored = copa_rate_load(copa_rate_store(rate));
+
+	OUT("round at %u B/s, sample %u B/s: full FIFO holds %llu B/s; empty queue holds %llu, new sample %llu B/s",
+	    rate, rate / 4 * 3, (unsigned long long)copa_held_rate(&full),
+	    (unsigned long long)copa_held_rate(&empty),
+	    (unsigned long long)copa_rate_load(empty.limit_rate));
+	return copa_held_rate(&full) == stored && !copa_held_rate(&empty) &&
+	       copa_rate_load(empty.limit_rate) == stored;
 }
 
 /*
