@@ -3,84 +3,78 @@
  * Copa: practical delay-based congestion control (Arun and Balakrishnan,
  * NSDI 2018).
  *
- * Copa aims at a sending rate of 1/(delta * dq) packets per second, where dq
- * is the queueing delay: dq = RTTstanding - RTTmin. RTTmin is the minimum
- * RTT over 10 s (the propagation delay; 10 minutes in competitive mode,
- * below); RTTstanding is the minimum RTT over the last srtt/2, which filters
- * ACK jitter and delayed ACKs. In window terms the target is RTTstanding /
- * (delta * dq) packets. On every ACK the window moves towards the target by
- * v / (delta * cwnd) per packet acknowledged; the fractions of a packet add
- * up exactly, whatever the window, because the division's remainder is
- * carried from ACK to ACK rather than dropped. The velocity v is 1 until
- * cwnd has moved the same way for three rounds; it then doubles every round,
- * up to half a window per round, and falls back to 1 when the direction
- * flips. Slow start doubles cwnd per round until the first "decrease"
- * decision; for the rest of that round and two more a decrease removes 3/4
- * of the measured queue per round, so the overshoot drains as it lands.
- * Packets are paced at 2 * cwnd / RTTstanding.
+ * Copa aims at a sending rate of 1/(delta * dq) packets per second, where
+ * dq = RTTstanding - RTTmin is the queueing delay. RTTmin is the minimum
+ * RTT over the last 5 to 10 s (or 10 to 20 RTTmin, if longer); RTTstanding
+ * the minimum over the last srtt/4 to srtt/2, which filters ACK jitter and
+ * delayed ACKs. As a window, the target is RTTstanding / (delta * dq).
+ * Each ACK moves cwnd towards it by v / (delta * cwnd) per packet acked,
+ * the division's remainder carried to the next ACK. The velocity v is 1
+ * until cwnd has moved the same way for three rounds, then doubles each
+ * round up to half a window per round, and is 1 again when the direction
+ * flips. Packets are paced at 2 * cwnd / RTTstanding. A lone flow keeps
+ * about 1/delta packets queued and empties its queue every few rounds.
  *
- * A single flow keeps about 1/delta packets queued, and its queue empties
- * about once every five rounds. When the queue has not nearly emptied for
- * five rounds, a buffer-filler shares the bottleneck: competitive mode then
- * grows 1/delta by one per round and halves it on a round with a loss or
- * an ECN mark, never letting delta exceed the configured value. The mode
- * ends when the queue has nearly emptied twice in eight rounds (a lone
- * flow's does every few rounds, a buffer-filler's once per sawtooth) or
- * for five rounds in a row. Meanwhile RTTmin is kept: a buffer-filler's
- * queue never drains, and a 10 s window would take it for the path.
+ * Here is a state transition diagram for Copa's modes:
  *
- * Losses are told apart by the queue they come with. A loss with a
- * standing queue (over twice Copa's own target and over RTTmin / 4) is a
- * buffer overflowing: it counts for the optional loss reaction, which
- * halves 1/delta on every round that lost more than loss_reaction / 4
- * percent, so that Copa's standing queue fits the buffer. 1/delta regrows
- * by 1/32 per clean round; meanwhile packets are paced at 1 * cwnd /
- * RTTstanding and v grows only towards the window in use before the
- * loss, by at most half the distance per round. When more than
- * loss_reaction percent of a loss window (two rounds, and at least
- * 200 / loss_reaction packets so that one loss never suffices) was lost,
- * cwnd is also cut by 30%. The first loss of any kind ends slow start,
- * with cwnd at what the path delivered in the last round trip (at most
- * half of it).
+ *                    |   a timeout, from any mode
+ *                    V
+ *   +----------- SLOW_START ------------+
+ *   | a "decrease", or a loss           | a loss whose ACK train met a
+ *   V                                   V limit, then a round losing 1/8
+ * DEFAULT ----------------------------> POLICED
+ *  |  ^    two lossy rounds at one       |
+ *  |  |    rate with the queue low       |
+ *  |  +----------------------------------+
+ *  |  |    the hold is over, a queue builds, or it lost twice
+ *  V  |
+ * COMPETITIVE   (enters POLICED and leaves it as DEFAULT does)
  *
- * A loss with the queue low is a rate limit that drops instead of
- * queueing, or noise. Two such rounds that lose at least 1% at delivery
- * rates within 12% of each other, while the part of cwnd the queue does
- * not hold grew by more than 24% (or cwnd exceeds by 48% what the rate
- * carries in RTTstanding), mean a limit: a token-bucket policer, or a
- * buffer shorter than Copa's target queue. A full link with random loss
- * or an AQM's drops also delivers a flat rate, but what cwnd adds there
- * waits in the queue rather than being dropped. One such round suffices
- * while the queue's trough stays near its peak and below Copa's target
- * queue (a short buffer, full) and cwnd exceeds by 12% what the round
- * carried.
- * Copa then holds the lower rate (the mean, when the earlier one was the
- * last hold's), paced, with a window of 1.5 times its BDP, for 48
- * rounds, twice as long (up to 255) after each probe that met the same
- * limit; a hold ends early if a standing queue builds or if it keeps
- * losing, as above a limit or with random loss; one that loses with a
- * short buffer full paces at what the round delivered. After a hold Copa
- * probes from one BDP of the held rate as after a loss reaction. Random
- * loss leaves the delivery rate growing with cwnd, so it is ignored, as
- * the paper's Copa ignores all loss.
- * Slow start's overshoot is the first limited round Copa sees: if the
- * ACK train that reported slow start's first loss arrived slower than
- * cwnd / RTTstanding (it met a bottleneck) with the queue low, and that
- * round or the next lost an eighth of what it sent, Copa holds at once,
- * at the train's rate within the round's delivery rate and a quarter
- * above it.
+ * SLOW_START doubles cwnd per round until the first "decrease" decision
+ * (then the overshoot drains for three rounds at 3/4 of the measured
+ * queue per round) or the first loss (then cwnd is what the path
+ * delivered in the round trip, at most half). It is not entered again
+ * but after a timeout.
+ *
+ * DEFAULT is the paper's mode, with delta as configured. A standing queue
+ * (over twice Copa's own and over RTTmin / 4) makes a loss congestion:
+ * with loss_reaction = N > 0, a round losing over N/4 % halves 1/delta
+ * (regrowing by 1/32 per clean round), and a two-round window losing over
+ * N % cuts cwnd by 30%. Losses with the queue low are noise, or a limit.
+ *
+ * COMPETITIVE starts when the queue has not come nearly empty for five
+ * rounds (a buffer-filler shares the bottleneck) and ends when it does,
+ * twice in eight rounds or five rounds in a row. 1/delta grows by one per
+ * round and halves on a round with a loss or an ECN mark, never below
+ * the configured value; RTTmin's window is ten minutes meanwhile, as the
+ * competitor's queue never drains.
+ *
+ * POLICED: two rounds that lose at least 1% with the queue low, at
+ * delivery rates within 12%, while the window grew past what that rate
+ * carries, are a limit that drops instead of queueing (a token-bucket
+ * policer, or a buffer shorter than Copa's target queue). Copa then paces
+ * at that rate, with a window of 1.5 times its BDP (at least BDP + 2
+ * packets), for 48 rounds (twice
+ * as long after each probe that met the same limit, up to 255). Rounds
+ * that the application limited, or in which sending restarted after idle,
+ * do not measure the path and are not sampled. A standing queue, or a
+ * second lossy round after the held rate was cut, ends the hold early;
+ * Copa then probes above the held rate from one BDP of it.
+ *
  * tcp_copa_policer.ko is the same algorithm with the detector's
- * parameters as sysctls.
+ * parameters as sysctls. Around the algorithm: an undo (a loss or
+ * timeout found spurious) restores the window and 1/delta, and ends a
+ * slow start the timeout began; the first round after idle is paced at
+ * 1x; RTT samples of whole milliseconds (the timestamp echo's) are
+ * skipped.
  *
- * Around the algorithm: a timeout restarts slow start; an undo (a loss or
- * timeout found spurious) restores the window, 1/delta and the phase from
- * before it; the first round after an idle period is paced at 1x, so the
- * old window does not leave faster than it last did. Timestamp-derived RTT
- * samples, whole milliseconds, are skipped: they read up to 1 ms short.
+ * Every window, MSS and time the stack hands in is clamped before any
+ * arithmetic: a route's initcwnd, which the owner of a user namespace
+ * sets, is clamped only to snd_cwnd_clamp by the stack.
  *
- * The algorithm lives in tcp_copa_algo.h, shared with tcp_copa_policer.ko
- * and the user-space model test; this file connects it to the kernel and
- * owns the tunables.
+ * The algorithm lives in tcp_copa_algo.h, shared with tcp_copa_policer.ko,
+ * the BPF build and the user-space model test; this file connects it to
+ * the kernel and owns the tunables.
  */
 
 /* <net/tcp.h> first: 5.10's generic.h and inet_diag.h need struct net. */

@@ -100,8 +100,8 @@ struct copa_win {
  * bytes/s; copa_rate_load() and copa_rate_store() convert.
  */
 struct copa {
-	struct copa_win	rtt_min;	/* min RTT over max(10 s, 20 RTTmin) */
-	struct copa_win	rtt_standing;	/* min RTT over srtt/2 */
+	struct copa_win	rtt_min;	/* min RTT, 5-10 s or 10-20 RTTmin */
+	struct copa_win	rtt_standing;	/* min RTT over srtt/4 to srtt/2 */
 	struct copa_win	rtt_max;	/* max rtt_standing over 4 srtt */
 	u32	next_round_delivered;	/* delivered count ending this round */
 	u32	round_start_us;		/* clock low bits as this round began */

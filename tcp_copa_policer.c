@@ -8,7 +8,7 @@
  * (less what the queue holds) grew well past what that rate carries mean
  * a limit that drops instead of queueing, a token-bucket policer or a
  * buffer shorter than Copa's target queue, and Copa then holds that rate
- * (paced, with a window of 1.5 times its BDP) for hold_rounds rounds,
+ * (paced, with a window of 1.5 times its BDP, at least BDP + 2) for hold_rounds rounds,
  * twice as long after each probe that met the same limit. tcp_copa.ko
  * runs that detector with its defaults; this module is the same
  * algorithm, with the detector's parameters as per-namespace sysctls

@@ -30,7 +30,10 @@
  * of them, generates it the same way, so the event never reads 0 and ss
  * later reports the very value the trace recorded: the cookie is fixed
  * once generated. This costs one cmpxchg per socket, and only while the
- * event is enabled; it is also why sk is not const here.
+ * event is enabled; it is also why sk is not const here. It adds no
+ * module dependency, and that is intended: sock_diag.o is built into
+ * every kernel with networking (net/core, obj-y), not inet_diag's module,
+ * so modinfo lists no "depends" and loading copa loads nothing else.
  */
 TRACE_EVENT(copa_update,
 
