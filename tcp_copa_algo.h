@@ -2,20 +2,26 @@
 /*
  * The Copa algorithm with no kernel interface in it: one ACK goes in as a
  * struct copa_ack, a window and a pacing rate come out in the same struct.
- * tcp_copa.c, tcp_copa_policer.c and the user-space model test
- * (tests/model) all compile this one file; see tcp_copa.c for the
- * algorithm's description.
+ * tcp_copa.c, tcp_copa_policer.c, the BPF build and the user-space model
+ * and fuzz tests all compile this one file; tcp_copa.c's header comment
+ * describes the algorithm and its modes.
  *
  * The includer provides the kernel's basic types (u8 ... u64, s32, s64,
- * bool), min(), max(), min_t(), max_t(), clamp_t(), div_u64(),
+ * bool), min(), max(), max3(), min_t(), max_t(), clamp_t(), div_u64(),
  * div64_u64() and hweight8(). Nothing here sleeps, allocates or reads the
  * clock.
  *
+ * Inputs are hostile: the entry points clamp every window, MSS and time
+ * first (copa_ack_in()), which bounds every product below 2^64, and every
+ * divisor is non-zero by construction, so the BPF build (where a division
+ * by zero yields 0) computes what the modules do.
+ *
  * Fixed point: cwnd targets and 1/delta are in units of 1/COPA_UNIT
- * packet ("COPA_UNIT scale"). Times are microseconds; windowed filters
- * keep the low 32 bits of the 64-bit clock and compare them by u32
- * subtraction, which is exact for ages below 2^32 us (71 minutes); an idle
- * period long enough to matter clears them (copa_on_tx_start()).
+ * packet ("COPA_UNIT scale"); stored rates in 2^COPA_RATE_SHIFT bytes/s.
+ * Times are microseconds; windowed filters keep the low 32 bits of the
+ * 64-bit clock and compare them by u32 subtraction, which is exact for
+ * ages below 2^32 us (71 minutes); an idle period long enough to matter
+ * clears them (copa_on_tx_start()).
  */
 #ifndef _TCP_COPA_ALGO_H
 #define _TCP_COPA_ALGO_H
@@ -313,15 +319,11 @@ static inline u32 copa_pkt_us(const struct copa_ack *ack)
 /*
  * The queue Copa itself keeps at 1/delta = @inv (COPA_UNIT scale): @inv
  * packets (at least one) of srtt / cwnd each (Little's law), but at most
- * RTTmin / 2 or one packet, whichever is longer: twice the most a lone
- * Copa keeps outside competitive mode (copa_target_inv_delta). A
- * buffer-filler keeps more, and as it also squeezes Copa's window, srtt /
- * cwnd grows far past a bottleneck packet's time: the bound keeps that
- * from hiding it. Below a BDP of two packets, Copa's floor of one packet
- * is more than RTTmin / 2: on a 0.9 Mbit/s, 14 ms up-link, where a packet
- * takes 13 ms, that bound alone took Copa's own packet for a competitor
- * and competitive mode overflowed the 2-packet FIFO (18% retransmitted
- * against cubic's 7%).
+ * max(RTTmin / 2, one packet's time). A buffer-filler squeezes Copa's
+ * window until srtt / cwnd far exceeds a bottleneck packet's time; the
+ * bound keeps the estimate from growing with it. Below a BDP of two
+ * packets one packet's time is more than RTTmin / 2, and a lone Copa's one
+ * queued packet must still read as its own.
  */
 static inline u32 copa_own_queue_us(const struct copa *ca,
 				    const struct copa_ack *ack, u32 inv)
@@ -350,15 +352,11 @@ static inline u32 copa_jitter_us(const struct copa *ca)
 
 /*
  * The queue is nearly empty when dq is within a tenth of the recent RTT
- * spread or within max(100 us, RTTmin / 16), which absorbs timer jitter,
- * or when it holds no more than the queue Copa itself keeps at its
- * current 1/delta (or the configured one if larger). A lone Copa flow
- * dips to its target every cycle by construction (it decreases whenever
- * the queue is above it), even where that target is a long time (a slow
- * link, a small delta), and in competitive mode, where 1/delta grows, so
- * does its own queue: measured with the configured 1/delta, a lone
- * Copa's competitive episode (after a slow start's overshoot) saw its
- * own queue as a competitor's and kept itself going.
+ * spread, within the timer jitter (copa_jitter_us()), or within the queue
+ * Copa itself keeps at its current 1/delta (the configured one if larger).
+ * A lone Copa drains to its own target every cycle, and in competitive mode
+ * that target grows with 1/delta: measured against less, its own queue
+ * would read as a competitor's and keep the mode going.
  */
 static inline bool copa_queue_nearly_empty(const struct copa *ca,
 					   const struct copa_ack *ack)
@@ -370,11 +368,11 @@ static inline bool copa_queue_nearly_empty(const struct copa *ca,
 }
 
 /*
- * A standing queue: more than twice Copa's own target queue (above) and
- * more than RTTmin / 4, the most a lone Copa keeps (copa_target_inv_delta).
- * A loss with such a queue is a buffer overflowing; a loss with less is a
- * rate limit without a buffer (a policer, a buffer shorter than Copa's
- * target) or noise.
+ * A standing queue: more than twice Copa's own target queue and more than
+ * RTTmin / 4, the most a lone Copa keeps (copa_target_inv_delta()). A loss
+ * with such a queue is a buffer overflowing; a loss with less is a rate
+ * limit without a buffer (a policer, a buffer shorter than Copa's target)
+ * or noise.
  */
 static inline bool copa_queue_standing(const struct copa *ca,
 				       const struct copa_ack *ack)
@@ -387,11 +385,10 @@ static inline bool copa_queue_standing(const struct copa *ca,
 }
 
 /*
- * A sample that is a whole number of milliseconds most likely came from
- * the TCP timestamp echo (an ACK of retransmitted data carries no other
- * timing), which can read up to 1 ms short; RTTmin would keep that error
- * for 10 s. Such samples are skipped; a true sample that happens to be a
- * whole millisecond costs nothing but itself.
+ * A sample of a whole number of milliseconds most likely came from the TCP
+ * timestamp echo (an ACK of retransmitted data carries no other timing),
+ * which reads up to 1 ms short, an error RTTmin would keep for its whole
+ * window. Such samples are skipped; a true one costs only itself.
  */
 static inline bool copa_rtt_usable(s32 rtt_us)
 {
@@ -399,10 +396,9 @@ static inline bool copa_rtt_usable(s32 rtt_us)
 }
 
 /*
- * Half the RTTmin window: 10 s, or 20 RTTmin on paths where that is
- * longer, as the authors' sender does. On a 1 s path a slow-start
- * overshoot queues for longer than 10 s, and a 10 s window then took the
- * queue for propagation delay and kept it.
+ * Half the RTTmin window: max(10 s, 20 RTTmin) / 2, as the authors' sender
+ * does. On a long path a slow start's overshoot queues for longer than
+ * 10 s, and a fixed window would take that queue for propagation delay.
  */
 static inline u32 copa_rtt_min_half(const struct copa *ca)
 {
@@ -412,15 +408,11 @@ static inline u32 copa_rtt_min_half(const struct copa *ca)
 }
 
 /*
- * In competitive mode a buffer-filler's queue never drains (cubic in a
- * 2 BDP FIFO keeps at least a BDP queued), so every sample of a fresh
- * window is queued: the 10 s window expired onto cubic's queue, dq read
- * 0, competitive mode ended and Copa's window collapsed to 2-4 packets
- * (a quarter of the link). While competitive, the window is 10 minutes
- * instead, LEDBAT's base-delay history (RFC 6817) for the same reason.
- * A path whose base RTT grew looks the same, so this bounds how long a
- * stale RTTmin lasts: 5 to 10 minutes of competitive mode, after which
- * the window holds only samples of the new path.
+ * While competitive, RTTmin's half-window is at least 5 minutes: a
+ * buffer-filler's queue never drains, so every sample of a fresh 10 s
+ * window would be queued and dq would read 0 (LEDBAT's base-delay history,
+ * RFC 6817, keeps minutes for the same reason). A base RTT that really grew
+ * is adopted after 5 to 10 minutes of competitive mode.
  */
 static inline u32 copa_rtt_min_keep_half(const struct copa *ca)
 {
@@ -443,12 +435,8 @@ static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 	copa_win_min_update(&ca->rtt_standing, now, srtt / 4, rtt);
 	/*
 	 * The spread's top is the highest RTTstanding, not the highest
-	 * sample: a host that stalls (an emulator's vCPU, a busy softirq)
-	 * and a delayed ACK each hold up a few ACKs by milliseconds, a
-	 * spread the queue never had. TCG read 2 to 10 ms of it every few
-	 * rounds at 12 Mbit/s, twice a 5-packet FIFO's 5 ms, so a full
-	 * short buffer never looked full (copa_short_buffer_full()). A
-	 * minimum over half an srtt keeps to the queue.
+	 * sample: a stalled host or a delayed ACK holds up a few ACKs by
+	 * milliseconds, a spread the queue never had.
 	 */
 	copa_win_max_update(&ca->rtt_max, now, 2 * srtt,
 			    copa_win_min(&ca->rtt_standing));
@@ -546,15 +534,13 @@ static inline void copa_start_round(struct copa *ca,
 }
 
 /*
- * Classify losses, count them and ECN marks. A loss with a standing queue
- * is congestion: it counts for the loss reaction and for delta. A loss
- * with the queue low only marks the round for rate-limit detection
- * (copa_detect_limit()): answered as congestion, random loss would keep
- * Copa far below the link, and a policer never shows the queue Copa
- * waits for. An AQM that marks instead of dropping must get the answer
- * a drop gets, but a receiver echoes one CE mark on every ACK until the
- * sender's CWR, about a round of ACKs: the echoes of a round count as one
- * lost packet, as the AQM's one drop would.
+ * Classify losses, and count them and ECN marks. A loss with a standing
+ * queue is congestion: it counts for the loss reaction and for delta. A
+ * loss with the queue low only marks the round for rate-limit detection
+ * (copa_detect_limit()): random loss must not hold Copa below the link,
+ * and a policer never shows the queue Copa waits for. A receiver echoes CE
+ * on every ACK until the sender's CWR, about a round of ACKs: the echoes of
+ * a round count as one lost packet, as an AQM's one drop would.
  */
 static inline void copa_account_loss(struct copa *ca,
 				     const struct copa_ack *ack)
@@ -610,18 +596,13 @@ static inline bool copa_loss_window_exceeded(struct copa *ca)
 
 /*
  * Competitive mode starts when the queue has not come nearly empty for
- * COPA_EMPTY_ROUNDS rounds. It ends when, in the last 8 rounds, the queue
- * came nearly empty in COPA_EMPTY_SPELLS separate spells, or for
- * COPA_EMPTY_ROUNDS rounds in a row. A lone Copa brings its queue down to
- * its own every few rounds; after a slow start's overshoot, the spell
- * before the quiet rounds that started the mode and the first one after
- * (once the overshoot has drained) end it. A buffer-filler's queue comes
- * down once per sawtooth (cubic's lasts tens of rounds), which must not
- * end the mode: 1/delta would fall back to the configured value, Copa's
- * window shrink, and RTTmin's window, kept while the mode lasts
- * (copa_rtt_min_keep_half), expire onto the competitor's queue. When the
- * mode ends, RTTmin counts as just measured, for the same reason. Counting
- * rounds, not microseconds, cannot wrap however long the mode lasts.
+ * COPA_EMPTY_ROUNDS rounds, and ends when in the last 8 rounds it came
+ * nearly empty in COPA_EMPTY_SPELLS separate spells, or for
+ * COPA_EMPTY_ROUNDS rounds in a row. A lone Copa empties its queue every
+ * few rounds; a buffer-filler's queue comes down once per sawtooth (tens of
+ * rounds for cubic), which must not end the mode. Rounds, not times, are
+ * counted, so a mode of any length cannot wrap. When it ends, RTTmin counts
+ * as just measured: its window was kept long meanwhile.
  */
 static inline bool copa_competitor_gone(u8 empty_rounds)
 {
@@ -661,12 +642,14 @@ static inline bool copa_round_lossy(const struct copa *ca)
 }
 
 /*
- * AIMD on 1/delta, once per round. A lossy round halves 1/delta: down to 1
- * (delta = 1) with the loss reaction on, if it lost enough; down to the
- * configured value in competitive mode (an ECN mark counts as a loss
- * here); not at all otherwise. A clean round adds 1 in competitive mode;
- * outside it, 1/delta regrows towards the configured value by 1/32 (after
- * a loss reaction) and never exceeds it.
+ * AIMD on 1/delta, once per round. In competitive mode a round with a loss
+ * or an ECN mark halves 1/delta, never below the configured value (the
+ * paper's rule: backing off further exactly when the competitor overflows
+ * the buffer would hand it the link), and a clean round adds 1. Otherwise,
+ * with the loss reaction on, a lossy round (copa_round_lossy()) halves it
+ * down to 1 (delta = 1), so that Copa's queue fits a buffer shorter than
+ * 1/delta packets; a clean round regrows it by 1/32 towards the configured
+ * value, which it never exceeds.
  */
 static inline u32 copa_next_inv_delta(const struct copa *ca)
 {
@@ -700,11 +683,11 @@ static inline u32 copa_velocity_cap(const struct copa *ca, u32 room)
 
 /*
  * v doubles each round once cwnd has moved the same way for
- * COPA_VELOCITY_ROUNDS rounds, up to half a window per round. While
- * 1/delta regrows after a loss reaction, v may still double, but only
- * while cwnd is below the window the loss cut, and by at most half the
- * distance to it per round: the path carried that window a few rounds
- * ago, so Copa returns to it in O(log) rounds without passing it.
+ * COPA_VELOCITY_ROUNDS rounds, up to half a window per round. While 1/delta
+ * regrows after a loss reaction, v grows only while cwnd is below the
+ * window the loss cut, by at most half the distance per round: the path
+ * carried that window a few rounds ago, and passing it would overflow the
+ * buffer again.
  */
 static inline void copa_update_velocity(struct copa *ca, u32 cwnd)
 {
@@ -828,14 +811,11 @@ static inline bool copa_rates_agree(const struct copa *ca, u64 rate)
 }
 
 /*
- * The part of @cwnd that the queue does not hold: cwnd less dq's worth
- * of packets at @rate (at least one packet if @cwnd is). Past a link's
- * rate, a FIFO or an AQM queues what a larger window adds and a policer
- * drops it, so only the policer makes this grow with cwnd. Counting the
- * whole window, random loss of 1-5% on a full 12 or 20 Mbit/s link held
- * a rate in 9 of the model's 40 runs (random_loss_never_holds), 0.89x
- * the link at worst: the window grew by a quarter into the FIFO between
- * two lossy rounds.
+ * The part of @cwnd the queue does not hold: cwnd less dq's worth of
+ * packets at @rate (at least one packet). Past a link's rate a FIFO or an
+ * AQM queues what a larger window adds while a policer drops it, so only
+ * behind a policer does this grow with cwnd; counting the whole window, a
+ * full link with random loss would read as a limit.
  */
 static inline u32 copa_unqueued_cwnd(const struct copa *ca,
 				     const struct copa_ack *ack, u32 cwnd,
@@ -848,28 +828,12 @@ static inline u32 copa_unqueued_cwnd(const struct copa *ca,
 
 /*
  * Is the queue a full buffer shorter than Copa's target? Its trough this
- * round, dq, is at least 3/4 of the spread (copa_rtt_spread(): the buffer
- * stayed full; ACK jitter blurs the top), more than
- * two packets' time (copa_pkt_us(); a delayed ACK waits for a second
- * packet) and COPA_EMPTY_SLACK_US of timer jitter, and below the queue
- * Copa aims at with its configured delta. Copa sits at its target there,
- * above what the buffer holds, and the buffer drops the excess every
- * round, yet dq stays under the standing threshold, so the losses are no
- * congestion, and the window need not grow for them to go on: 10 packets
- * at 12 Mbit/s, 40 ms and delta 0.05 in the model lost 15 % of a window
- * of 60 packets a round (dq 8.8 ms of the buffer's 9.7), with delivery
- * flat at the link's rate. A lone Copa on a deeper buffer keeps its own
- * queue, not less, whatever random loss does. The floor is not the RTT's
- * sixteenth that copa_queue_nearly_empty() allows for jitter: at 100 and
- * 200 ms that is 6.3 and 12.5 ms, about what FIFOs of 8 packets at 12
- * Mbit/s or 5 at 24 Mbit/s (100 ms) and 12 at 12 Mbit/s (200 ms) hold or
- * more, and Copa overflowed those flat, unseen, for seconds: 8 packets at
- * 12 Mbit/s, 100 ms and delta 0.1 lost 400 packets a second for 8.7 s
- * after slow start (16.5 % retransmitted in the model's first 20 s, 2.8 %
- * with this floor). Two packets' time keeps out the trough that delayed
- * ACKs and ACK jitter leave at a policer, where a packet takes long (3
- * of 24 Mbit/s, 3.9 ms: with 0.1 ms as the only floor, Copa moved 0.949
- * of the policer's rate there in the model instead of 0.973).
+ * round, dq, is at least 3/4 of the spread (the buffer stayed full; ACK
+ * jitter blurs the top), more than two packets' time (a delayed ACK waits
+ * for a second packet) and COPA_EMPTY_SLACK_US, and below the queue Copa
+ * aims at with its configured delta. Such a buffer drops Copa's excess
+ * every round while dq stays under the standing threshold, so the losses
+ * would otherwise never count as congestion nor as a limit.
  */
 static inline bool copa_short_buffer_full(const struct copa *ca,
 					  const struct copa_ack *ack)
@@ -883,9 +847,8 @@ static inline bool copa_short_buffer_full(const struct copa *ca,
 
 /*
  * With a short buffer full (copa_short_buffer_full()), did the window that
- * sent the round ending now, @cwnd, exceed what @rate fills in
- * RTTstanding by more than rate_tol %? The excess is what the buffer
- * drops each round.
+ * sent the round ending now, @cwnd, exceed what @rate fills in RTTstanding
+ * by more than rate_tol %? The excess is what the buffer drops each round.
  */
 static inline bool copa_short_buffer_over(const struct copa *ca,
 					  const struct copa_ack *ack, u32 cwnd,
@@ -899,23 +862,14 @@ static inline bool copa_short_buffer_over(const struct copa *ca,
 }
 
 /*
- * Did the window that sent the round ending now, @cwnd (the window at its
- * start), less what the queue holds, exceed that of the limited round
- * before by more than twice rate_tol %, or what @rate fills in
- * RTTstanding by more than four times rate_tol %, or does a short buffer
- * overflow (copa_short_buffer_over())? With the queue low, the delivery
- * rate grows with the window (less the random loss rate) unless a limit
- * holds it: the first is a plateau over rounds, the second a round that
- * lost far more than random loss does, a slow start's overshoot past a
- * policer (a small window that lost 5% at random came within 27% in the
- * model: one packet is 6% of 16), the third what a full FIFO drops each
- * round while Copa does not grow (the model's flat overflow links, 10
- * packets at 12 Mbit/s and 12 at 50 Mbit/s at delta 0.05: 1.99 and 1.40 %
- * retransmitted in steady state without it, 0.28 and 0.21 % with it:
- * short_fifo_flat_overflow_holds).
- * Random loss rarely leaves the queue that full, and at 5 % it held as
- * often as before over 32 seeds. Against the rate of the last hold,
- * which a limit already confirmed, half of the first two suffices.
+ * Did the window that sent the round ending now, @cwnd, grow past what the
+ * path carries? Either its unqueued part grew by more than twice rate_tol %
+ * over the previous limited round's (a plateau of the delivery rate over
+ * rounds), or it exceeds what @rate fills in RTTstanding by more than four
+ * times rate_tol % (one round that lost far more than random loss does, as
+ * a slow start's overshoot past a policer), or a short buffer overflows
+ * (copa_short_buffer_over()). Against the last hold's rate, which a limit
+ * already confirmed, half the tolerance suffices.
  */
 static inline bool copa_cwnd_beyond(const struct copa *ca,
 				    const struct copa_ack *ack, u32 cwnd,
@@ -957,11 +911,10 @@ static inline u32 copa_hold_len(const struct copa *ca)
 }
 
 /*
- * Hold at @rate bytes/s from this ACK on, for hold_rounds rounds, twice
- * as long as the previous hold (up to 8 times, 255 rounds at most) when
- * the probe after it found a limit again before forgetting it
- * (copa_forget_limit()): each probe costs the losses of one overshoot, so
- * a persistent limit is probed ever less often.
+ * Hold at @rate bytes/s from this ACK on, for hold_rounds rounds, twice as
+ * long as the previous hold (up to 8 times, at most 255 rounds) when the
+ * probe after it met a limit again: each probe costs one overshoot's
+ * losses, so a persistent limit is probed ever less often.
  */
 static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u64 rate)
 {
@@ -978,11 +931,11 @@ static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u64 rate)
 }
 
 /*
- * Leave a hold: one BDP of the held rate, in congestion avoidance, and
- * probe above it as after a loss reaction (copa_update_velocity()): half
- * the configured 1/delta regrowing, paced at 1x, v at 1 above this
- * window. The held rate stays the limit last seen, so a probe that meets
- * it again holds again at its first limited round.
+ * Leave a hold: one BDP of the held rate, in congestion avoidance, probing
+ * above it as after a loss reaction (copa_update_velocity()): half the
+ * configured 1/delta regrowing, paced at 1x. The held rate stays the last
+ * limit seen, so a probe that meets it again holds again at its first
+ * limited round.
  */
 static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
 {
@@ -1004,13 +957,11 @@ static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
 }
 
 /*
- * The rate to hold when a limited round's @rate agrees with the sample:
- * the lower of the two at a first detection (a round that loses may
- * still carry a token bucket's burst), their mean when the sample is the
- * last hold's rate, so that repeated holds settle on the limit from
- * below instead of ratcheting down with the noise of single rounds (a
- * round that loses reads low: the sender stalls on packets not yet
- * marked lost).
+ * The rate to hold when a limited round's @rate agrees with the sample: the
+ * lower of the two at a first detection (a lossy round may still carry a
+ * token bucket's burst), their mean when the sample is the last hold's
+ * rate, so that repeated holds settle on the limit instead of ratcheting
+ * down with the noise of single rounds.
  */
 static inline u64 copa_hold_rate(const struct copa *ca, u64 rate)
 {
@@ -1038,14 +989,12 @@ static inline void copa_forget_hold(struct copa *ca)
 }
 
 /*
- * Did the ACK train that ended slow start on a loss meet a bottleneck
- * before the loss? Its rate (this round's delivery so far, from at least
- * COPA_TRAIN_MIN_PKTS packets) carries less than 4/5 of cwnd in
- * RTTstanding, and the queue is low. A train below any bottleneck
- * arrives as fast as it was sent, at about cwnd / RTTstanding in slow
- * start; one that met a link or a short buffer's drain rate arrives at
- * that rate, and one that met a token bucket arrives at the link's
- * until the bucket ran dry.
+ * Did the ACK train that ended slow start on a loss meet a bottleneck? Its
+ * rate (this round's delivery so far, from at least COPA_TRAIN_MIN_PKTS
+ * packets) carries less than 4/5 of cwnd in RTTstanding, with the queue
+ * low. A train below every bottleneck arrives about as fast as slow start
+ * sent it; one that met a link, a short buffer or an emptied token bucket
+ * arrives at that rate.
  */
 static inline bool copa_train_limited(const struct copa *ca,
 				      const struct copa_ack *ack, u64 rate)
@@ -1076,24 +1025,11 @@ static inline void copa_sample_start(struct copa *ca,
 /*
  * A round has ended since slow start ended on a loss whose train met a
  * limit (copa_sample_start()). If it lost an eighth of what it sent or
- * more, the limit is not noise: hold at once. The overshoot's losses
- * land in the round that was under way when the first of them was
- * detected, or in the next one if that ACK also ended the round, so
- * COPA_START_ROUNDS round ends decide; then the sample is forgotten and
- * the detector starts afresh. The rate held is the train's, within the
- * round's delivery rate and a quarter above it (as Copa grows a window
- * by at most a quarter a round). The train's is what a short FIFO
- * drains: a 5-packet FIFO behind 12 Mbit/s overflows on slow start's
- * bursts, paced at twice the window a round, while the window is still
- * below the BDP, so the round delivers less than the link does, and
- * growing on from there lost the rest of the link's worth each round
- * until the detector had two samples (278 and 312 packets in the first
- * 3 s on the model's 16- and 12-packet FIFOs, 61 and 69 with this hold:
- * start_holds_short_fifo). Behind a token bucket the train ran at
- * the link's rate until the bucket ran dry, and the round's delivery is
- * nearer the limit. Random loss of up to 5% did not lose an eighth of
- * such a round in the model (the train test excludes the early exits of
- * small windows, where one packet is an eighth).
+ * more, the limit is not noise: hold at once, at the train's rate within
+ * the round's delivery rate and a quarter above it (Copa grows a window by
+ * at most a quarter a round). The overshoot's losses land in the round
+ * under way at the first loss or in the next, so COPA_START_ROUNDS round
+ * ends decide; then the sample is forgotten.
  */
 static inline void copa_hold_start(struct copa *ca, struct copa_ack *ack)
 {
@@ -1129,33 +1065,19 @@ static inline void copa_sample_limit(struct copa *ca,
 /*
  * A limited round (losses with the queue low) whose delivery rate agrees
  * with that of another limited round at most COPA_LIMIT_MAX_AGE rounds
- * before: the path delivers no more, however much more is sent, and it
- * does not queue the rest. A token-bucket policer does that, and so does
- * a buffer too short for Copa's target queue. Copa then holds a rate
- * (copa_hold_rate()). Random loss gives limited rounds too, at rates that
- * differ while Copa still grows; once they agree the link is full, and a
- * hold at its rate costs nothing. Application-limited rounds measure the
- * application, not the path: they clear the sample. A round that began
- * in slow start is not sampled: its window doubled during it, so it
- * sent twice what its rate shows. A sample's window is at least what its
- * round sent: the first round after slow start's loss cut delivers what
- * the larger window sent before it, and anchored at the cut window (28
- * packets where 40 were sent, 2 % random loss at 12 Mbit/s in the
- * model), the rounds that grew back read as a window past a flat rate
- * and held 0.61 of the link. A probe's limited round at a rate that
- * disagrees with the last hold's starts a new pair of samples at once:
- * ignoring those faster than a hold, until 16 rounds passed without one,
- * kept a probe past a hold below the limit losing for all those rounds
- * (145 packets at a 12 Mbit/s policer in the model, 65 at 3 Mbit/s in
- * the VM), while the pair it takes costs two. A limited round with a short
- * buffer full and the window past what the round carried
- * (copa_short_buffer_over()) holds at once at its own rate, sample or
- * none: with the buffer full, what the round delivered is the link's
- * rate. Rounds that lose a tenth of a window read their rates by up to a
- * fifth apart in the VM (the sender stalls on packets not yet marked
- * lost), and a probe that met a 5-packet FIFO at 12 Mbit/s sat on it at
- * Copa's own target for 14 rounds, its samples never agreeing, and lost
- * 147 packets.
+ * before, while the window grew past what that rate carries
+ * (copa_cwnd_beyond()): the path delivers no more however much more is
+ * sent, and does not queue the rest. A token-bucket policer does that, and
+ * so does a buffer shorter than Copa's target queue: Copa holds a rate
+ * (copa_hold_rate()). With random loss the rate grows with the window, so
+ * two rounds agree only once the link is full, where a hold costs nothing.
+ * Rounds that do not measure the path (copa_round_measured()) clear the
+ * sample; a round that began in slow start is not sampled (its window
+ * doubled during it); a sample's window is at least what its round sent. A
+ * limited round at a rate that disagrees with the sample becomes the new
+ * sample. With a short buffer full and the window past what the round
+ * carried (copa_short_buffer_over()), one round suffices: what a full
+ * buffer delivers is the link's rate.
  */
 static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 				     u32 cwnd)
@@ -1194,13 +1116,11 @@ static inline void copa_detect_limit(struct copa *ca, struct copa_ack *ack,
 }
 
 /*
- * A hold that lost in two rounds (see copa_count_hold()) holds on, once,
- * at the rate the second of them delivered: a token bucket let that
- * through while it was empty, so a hold above a policer's rate steps
- * down onto it instead of ending, probing and holding again above it
- * (1.53 MB/s held at a 1.5 MB/s policer lost 10 to 15 packets every half
- * second in the model). Random loss goes on losing at the lower rate,
- * and ends the hold as before.
+ * A hold that lost in two rounds (copa_count_hold()) holds on, once, at the
+ * rate the second of them delivered: a token bucket let that through while
+ * it was empty, so a hold above a policer's rate steps down onto it instead
+ * of ending and probing again above it. Random loss goes on losing at the
+ * lower rate, and ends the hold.
  */
 static inline void copa_cut_hold(struct copa *ca, struct copa_ack *ack)
 {
@@ -1214,14 +1134,11 @@ static inline void copa_cut_hold(struct copa *ca, struct copa_ack *ack)
 }
 
 /*
- * A hold paced above a link fills a short buffer in front of it
- * (copa_short_buffer_full()), then loses what it sends in excess, too
- * little a round for a limited round: held 0.8 % above 50 Mbit/s (ACK
- * compression had read the link fast), a 14-packet FIFO lost one packet
- * in a hundred for 5 s in the model. With the buffer full, what a round
- * that lost delivered is the link's rate: pace at that if it is lower.
- * Rounds that lose nothing are left alone: trimming on them too cost up
- * to 1.3 % of the link with delayed ACKs, whose rates read low.
+ * A hold paced above a link fills a short buffer in front of it, then
+ * loses its excess, too little a round to count as limited. With the
+ * buffer full, what a lossy round delivered is the link's rate: pace at
+ * that if it is lower. Rounds without losses are left alone: delayed ACKs
+ * make their rates read low.
  */
 static inline void copa_trim_hold(struct copa *ca, struct copa_ack *ack)
 {
@@ -1236,14 +1153,14 @@ static inline void copa_trim_hold(struct copa *ca, struct copa_ack *ack)
 /*
  * Count down a hold. It ends early if a standing queue builds (the limit
  * queues, so it is not a policer, or the path changed), and at its second
- * round that loses with the queue low, not counting its first two rounds
- * (a loss shows up to a round after it happened, so they report what was
- * sent before the hold; a stray loss makes one such round), once the held
- * rate was cut: a held rate under a limit loses nothing, so either the
- * rate is above the limit, and the next detection averages it with a
- * lower sample, or the loss is random, and Copa's delay rule serves the
- * path better. A round that loses with a short buffer full trims the
- * held rate (copa_trim_hold()).
+ * limited round once the held rate was cut: a rate under a limit loses
+ * nothing, so either the rate is above the limit and the next detection
+ * averages it with a lower sample, or the loss is random and the delay
+ * rule serves the path better. Its first two rounds are not counted (a
+ * loss shows up to a round after it happened, so they report what was sent
+ * before the hold), nor are rounds that do not measure the path
+ * (copa_round_measured()). A lossy round with a short buffer full trims
+ * the held rate (copa_trim_hold()).
  */
 static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 {
@@ -1294,25 +1211,14 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 
 /*
  * 1/delta for the target, COPA_UNIT scale. Copa's standing queue is about
- * 1/delta packets, which on a path of a few packets' BDP adds most of an
- * RTT again: 2 packets at 1 Mbit/s are 23 ms. Outside competitive mode
- * the queue aimed at is therefore also at most BDP / COPA_QUEUE_BDP_DIV
- * packets (the BDP estimated as cwnd * RTTmin / RTTstanding), and at
- * least COPA_QUEUE_MIN, one packet, below which the link idles between
- * ACKs (on household up-links of 0.4 to 1.1 Mbit/s a quarter packet cost
- * 2 to 8 points of utilisation): delta may exceed 1 there. At 1/delta
- * packets or more of BDP / 4 (8 packets at delta 0.5) nothing changes.
+ * 1/delta packets; on a path of a few packets' BDP that adds most of an RTT
+ * again. Outside competitive mode the queue aimed at is therefore also at
+ * most BDP / COPA_QUEUE_BDP_DIV packets (the BDP estimated as cwnd * RTTmin
+ * / RTTstanding), but at least COPA_QUEUE_MIN (below one packet the link
+ * idles between ACKs) and at least COPA_EMPTY_SLACK_US of sending (a
+ * shorter queue cannot be told from timer jitter): delta may exceed 1
+ * there. Where 1/delta packets are below BDP / 4, nothing changes.
  * Competitive mode keeps its 1/delta: it must queue like its competitor.
- *
- * Nor is the queue aimed at less than COPA_EMPTY_SLACK_US of sending
- * (cwnd / RTTstanding), the timer and scheduling jitter that
- * copa_queue_nearly_empty() ignores: Copa cannot tell a shorter queue
- * from jitter. Over veth, where RTTs are tens of microseconds, RTTmin
- * took 2 to 5 us samples (a packet and its ACK handled in one softirq
- * pass) and RTTstanding read 21 to 42 us, so the bound above saw a queue
- * of most of the RTT, allowed one packet of it, and held every delta at
- * 0.5 Gbit/s at 1, 5 and 10 Gbit/s. At a millisecond per RTT and more,
- * 100 us of sending is a tenth of the window or less.
  */
 static inline u64 copa_target_inv_delta(const struct copa *ca, u32 cwnd)
 {
@@ -1343,11 +1249,11 @@ static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd)
 
 /*
  * The first loss ends slow start at once, whatever the loss reaction: a
- * slow start doubles past any limit, queue or none. cwnd goes back to
- * what the path delivered in the round trip this ACK closes (the rate
- * sample's delivered count), at most half of cwnd: the previous round's
- * window, which halving gives, was itself often past the limit (a
- * 5-packet FIFO lost 200 packets in the first second).
+ * slow start doubles past any limit, queue or none. cwnd goes back to what
+ * the path delivered in the round trip this ACK closes (the rate sample's
+ * delivered count), at most half of cwnd, because the previous round's
+ * window was often past the limit already. An ACK without a valid sample
+ * (rs->delivered < 0: a NewReno dupack, SACK reneging) leaves half.
  */
 static inline void copa_end_slow_start_on_loss(struct copa *ca,
 					       struct copa_ack *ack)
@@ -1364,16 +1270,13 @@ static inline void copa_end_slow_start_on_loss(struct copa *ca,
 }
 
 /*
- * How far a round of ACKs moves cwnd, in COPA_UNIT scale: v / delta
- * packets, within two bounds that keep velocity from overshooting while
- * the delay signal is a round late. Up, at most cwnd / COPA_ROUND_STEP_DIV:
- * with the queue empty the target gives no distance to go. Down, at most
- * 3/4 of the queue measured now (cwnd * dq / RTTstanding packets):
- * removing more than the queue holds empties the link, so the queue is
- * drained geometrically instead. With v at 1, 1/delta packets a round would
- * otherwise be the least Copa moves, most of a small window. While slow
- * start's overshoot drains (drain_rounds), a decrease moves by the bound
- * itself (copa_end_slow_start_on_queue).
+ * How far a round of ACKs moves cwnd, COPA_UNIT scale: v / delta packets,
+ * within two bounds that keep velocity from overshooting while the delay
+ * signal is a round late. Up, at most cwnd / COPA_ROUND_STEP_DIV: with the
+ * queue empty the target gives no distance to go. Down, at most 3/4 of the
+ * queue measured now (cwnd * dq / RTTstanding packets), so that the queue
+ * drains geometrically instead of the link emptying. While slow start's
+ * overshoot drains (drain_rounds), a decrease moves by that bound itself.
  */
 static inline u64 copa_round_step(const struct copa *ca, u32 cwnd,
 				  bool increase)
@@ -1393,19 +1296,12 @@ static inline u64 copa_round_step(const struct copa *ca, u32 cwnd,
 }
 
 /*
- * Slow start ends at its first "decrease" decision, about a round after
- * the queue appeared, when the first packets sent past the path's BDP are
- * acknowledged: by then the window has grown by up to another BDP, most
- * of it on its way into the queue. Drained at v = 1 (1/delta packets a
- * round at first) that took 7 rounds on a 1 BDP FIFO, longer than the 5
- * that start competitive mode, so a lone flow competed with its own
- * overshoot. Until COPA_DRAIN_ROUNDS more rounds have started (the rest
- * of this one and two more) a decrease therefore goes at the pace of its
- * bound instead, 3/4 of the queue measured now per round
- * (copa_round_step): the overshoot drains as it lands, and no more than
- * the queue holds goes. Halving cwnd also drained it, but where pacing's
- * micro-bursts end slow start before the window has doubled (86,000
- * packets of BDP) half was 0.74 BDP, which Copa took a minute to regrow.
+ * Slow start ends at its first "decrease" decision, a round after the
+ * queue appeared: by then the window has grown by up to another BDP, most
+ * of it on its way into the queue. For COPA_DRAIN_ROUNDS more round starts
+ * a decrease goes at its bound, 3/4 of the measured queue per round
+ * (copa_round_step()), so the overshoot drains as it lands, before it can
+ * start competitive mode, and no more than the queue holds goes.
  */
 static inline void copa_end_slow_start_on_queue(struct copa *ca)
 {
@@ -1596,16 +1492,11 @@ static inline void copa_save_prior(struct copa *ca, u32 cwnd)
 }
 
 /*
- * The losses of a reduction the stack undid were not losses, so neither
+ * The losses of a reduction the stack undid were not losses, and neither
  * were the limited rounds they made: forget those, this round's losses,
- * and a hold that began since the reduction. Reordering does this (veth
- * between two CPUs, a guest's vCPUs): a few packets arrive past RACK's
- * reordering window, are marked lost, and two such rounds at the link's
- * own rate read as a policer (4 packets reordered once in 1,000 held 28
- * times in 8 runs of 30 s at 1 Gbit/s, 1 ms in the model). A hold on
- * before the reduction stays, and so does the limit a probe after a hold
- * tests: a policer's drops are never undone, and forgetting the limit
- * there cost a fresh pair of limited rounds at each reordering.
+ * and a hold that began since the reduction (reordering past RACK's window
+ * does this). A hold that was on before the reduction stays, and so does
+ * the limit a probe after a hold tests: a policer's drops are never undone.
  */
 static inline void copa_undo_limit(struct copa *ca)
 {
@@ -1653,33 +1544,19 @@ static inline void copa_on_ack_event(struct copa *ca, bool ece)
 }
 
 /*
- * Sending restarts with nothing in flight after @idle_us of silence. The
- * first round goes out at the rate last measured, @rate_delivered packets
- * in @rate_interval_us (the stack's last rate sample; interval 0: none):
- * paced at 1x, with a window of at most what that rate delivers in an
- * srtt, so that a window grown past the path's rate (a slow start that
- * ended with a queue) does not leave faster. RTT history older than the
- * filters' windows is forgotten. Returns the window.
- *
- * The stack also calls this when one ACK covered everything in flight and
- * sending goes on at once: every round at a window of two packets with
- * delayed ACKs. Then the silence is the last packet's RTT, and capping
- * the window at the rate it just delivered kept it from ever growing
- * (0.72 of a 0.6 Mbit/s link). After slow start, only silence longer
- * than srtt plus COPA_IDLE_MIN_US (TCP_RTO_MIN, what an RTO adds at
- * least) counts. In slow start every round that drains the window is
- * capped: a window that doubles each round otherwise overshoots a long
- * path by most of a BDP before the delay of its last doubling shows (on
- * 24 Mbit/s at 1 s, cwnd 3,627 against a BDP of 1,982; draining that took
- * longer than RTTmin's 20 s window, which then took the queue for
- * propagation delay).
- *
- * The cap keeps the initial window, COPA_INIT_CWND, or cwnd if smaller,
- * as the stack's own restart after idle does (tcp_cwnd_restart()): a
- * rate sample of one small packet measures the application, not the
- * path. iperf3 sends a 37-byte cookie on its data connection before the
- * data, and the cap made every such flow start at 2 packets, not 10,
- * two round trips behind (the VM's 12 Mbit/s, 50 ms runs).
+ * Sending restarts with nothing in flight after @idle_us of silence. Idle
+ * means longer than srtt + COPA_IDLE_MIN_US (TCP_RTO_MIN, what an RTO adds
+ * at least): a window of two packets with delayed ACKs empties every
+ * round, and that is not idle. After an idle period the round under way no
+ * longer measures the path (round_idle), the first round is paced at 1x,
+ * RTT history older than the filters' windows is forgotten, and the window
+ * is at most what the last rate sample (@rate_delivered packets in
+ * @rate_interval_us; 0: none) delivers in an srtt, but not below the
+ * initial window (as tcp_cwnd_restart()): a window grown past the path's
+ * rate must not leave faster than it last did. In slow start every round
+ * that drains the window is capped so: a window that doubles each round
+ * overshoots a long path by most of a BDP before the delay shows. Returns
+ * the window.
  */
 static inline u32 copa_on_tx_start(struct copa *ca, u64 idle_us, u32 srtt_us,
 				   u32 cwnd, u32 rate_delivered,
