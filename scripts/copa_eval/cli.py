@@ -114,14 +114,20 @@ def cmd_show(args):
           + (f" (figures from {scenario.measure_from_s:g} s on)"
              if scenario.measure_from_s else "") + "; results in "
           f"{os.path.relpath(runner.default_outdir(scenario))}")
+    seeds = sorted({c.meta["seed"] for c in scenario.cases
+                    if "seed" in c.meta})
+    if seeds:
+        print(f"links drawn with seed {', '.join(map(str, seeds))}")
     for case in scenario.cases:
         link = lab.Link(**case.link)
         capped = " (capped)" if case.meta.get("capped") else ""
         group = f" [{case.meta['group']}]" if case.meta.get("group") else ""
+        policer = f", policer {link.policer_mbit} Mbit/s burst " \
+            f"{link.policer_burst} B" if link.policer_mbit else ""
         print(f"  {case.id}{group}: {link.rate_mbit} Mbit/s{capped}, "
               f"{link.rtt_ms} ms, FIFO {link.buffer_bytes} B, loss "
-              f"{link.loss_pct}%, flows "
-              + ", ".join(f"{t.count}x{t.cc}" for t in case.flows))
+              f"{link.loss_pct}%{policer}, "
+              "flows " + ", ".join(f"{t.count}x{t.cc}" for t in case.flows))
     for spec in runner.plan(scenario):
         print(f"  run {spec.id}")
 
@@ -233,7 +239,7 @@ def cmd_bench(args):
     progress = runner.Progress(total)
     plot = plots_wanted(args)
     t0, revision = time.monotonic(), runner.git_revision()
-    sections, summary, spreads, records = [], [], [], []
+    sections, summary, spreads, goals, records = [], [], [], [], []
     for scenario in plan:
         sub = os.path.join(outdir, scenario.name)
         runner.prepare(scenario, sub, command_line())
@@ -241,22 +247,26 @@ def cmd_bench(args):
         recs, rows, agg = report.write_reports(sub, plot=plot)
         ratios = report.headline_ratios(agg)
         records += recs
-        sections.append(bench_section(scenario, agg, ratios, rows))
+        sections.append(bench_section(scenario, agg, ratios, rows, recs))
         summary += [{"scenario": scenario.name, **r} for r in ratios]
         spreads += [{"scenario": scenario.name, **r}
                     for r in report.spread_rows(agg)]
+        goals += [{"scenario": scenario.name, **r} for r in
+                  report.policer_goal_summary(
+                      report.policer_goals(ratios, recs))]
         print(sections[-1], flush=True)
     head = bench_head(revision,
                       runs_span_s(records) or time.monotonic() - t0)
     files.write_atomic(os.path.join(outdir, "bench.md"),
                        bench_markdown(head, sections))
     files.write_atomic(os.path.join(outdir, "summary.md"),
-                       summary_markdown(head, summary, spreads))
+                       summary_markdown(head, summary, spreads, goals))
     publish(outdir, args.doc)
     print(f"results: {outdir}")
 
 
-def bench_section(scenario, agg, ratios, rows=()):
+def bench_section(scenario, agg, ratios, rows=(), records=()):
+    extra = report.random_links_sections(records, ratios, "#### ")
     ratios = report.ratio_table(ratios)
     lines = [f"### {scenario.name}", "", scenario.description, ""]
     if scenario.repeats > 1 or scenario.measure_from_s:
@@ -273,7 +283,7 @@ def bench_section(scenario, agg, ratios, rows=()):
     if houses:
         lines += ["Per household:", "", report.HOUSEHOLD_INTRO, "", houses,
                   ""]
-    return "\n".join(lines)
+    return "\n".join(lines + extra)
 
 
 def runs_span_s(records):
@@ -315,9 +325,11 @@ def bench_markdown(head, sections):
     return "\n".join(lines + sections) + "\n"
 
 
-def summary_markdown(head, rows, spreads=()):
-    """Every headline ratio of the run in one table, for the README, and
-    the spread over repeats of the entries run more than once."""
+def summary_markdown(head, rows, spreads=(), goals=()):
+    """Every headline ratio of the run in one table, for the README, the
+    spread over repeats of the entries run more than once and, over each
+    entry's policed links, the policer goals
+    (report.policer_goal_summary())."""
     lines = [
         head, "",
         "Each Copa variant's throughput, mean and p95 queueing delay and "
@@ -328,6 +340,11 @@ def summary_markdown(head, rows, spreads=()):
         lines += ["", "Spread over repeats: the median of the runs and "
                   "their min-max (in brackets, max - min; utilisation in "
                   "percentage points):", "", report.ratio_table(spreads)]
+    if goals:
+        lines += ["", f"Policer goals ({report.goal_bounds()}), over each "
+                  f"entry's policed links: the median and min-max of each "
+                  f"ratio and how many links meet its goal:", "",
+                  report.table_of(goals, report.GOAL_DIGITS)]
     return "\n".join(lines) + "\n"
 
 

@@ -336,6 +336,153 @@ def household_table(entries):
     return "\n".join(lines)
 
 
+def drawn_links(records):
+    """kind = "random_links": one entry per drawn link (case), in plan
+    order, with the seed that drew it and its parameters: rate, base RTT,
+    FIFO (BDP of the link and bytes) and, with a policer, its rate (Mbit/s
+    and share of the link's), burst (bytes and the time it lasts at the
+    policed rate). [] when no case was drawn."""
+    out = {}
+    for rec in records:
+        seed = rec.get("case_meta", {}).get("seed")
+        if seed is None or rec["case"] in out:
+            continue
+        link = rec["link"]
+        entry = {"link": rec["case"], "seed": seed,
+                 "Mbit/s": link["rate_mbit"], "RTT ms": link["rtt_ms"],
+                 "FIFO BDP": link["buffer_bdp"],
+                 "FIFO bytes": link["buffer_bytes"]}
+        if link.get("policer_mbit"):
+            entry.update({
+                "policer Mbit/s": link["policer_mbit"],
+                "policer / rate": link["policer_mbit"] / link["rate_mbit"],
+                "burst bytes": link["policer_burst"],
+                "burst ms": metrics.serialization_ms(link["policer_burst"],
+                                                     link["policer_mbit"])})
+        out[rec["case"]] = entry
+    return list(out.values())
+
+
+# Issue 32: behind a policer, a Copa variant should retransmit no more
+# than cubic and deliver at least 95 % of bbr's goodput (bbr's lt_bw
+# holds the policed rate), each on the same link in the same run:
+# (title, key of headline_ratios(), comparison, bound, digits shown).
+POLICER_GOALS = (("retrans / cubic", "retrans / cubic", "<=", 1.0, 2),
+                 ("goodput / bbr", "throughput / bbr", ">=", 0.95, 3))
+# the digits of the goal tables' columns (goodput: 0.946 is not 0.95)
+GOAL_DIGITS = {f"{title}{suffix}": digits
+               for title, _, _, _, digits in POLICER_GOALS
+               for suffix in ("", " median")}
+
+
+def goal_bounds():
+    """The goals in words: "retrans / cubic <= 1 and goodput / bbr >=
+    0.95"."""
+    return " and ".join(f"{title} {op} {bound:g}"
+                        for title, _, op, bound, _ in POLICER_GOALS)
+
+
+def _meets(value, op, bound):
+    if value is None:
+        return None
+    return value <= bound if op == "<=" else value >= bound
+
+
+def policer_goals(ratios, records):
+    """Per policed case and Copa variant (the rows of headline_ratios()
+    whose link has a policer): each POLICER_GOALS ratio and the goals it
+    meets. [] without a policed case."""
+    policed = {r["case"] for r in records if r["link"].get("policer_mbit")}
+    out = []
+    for row in ratios:
+        if row["case"] not in policed:
+            continue
+        entry = {"link": row["case"], "variant": row["variant"]}
+        met = []
+        for title, key, op, bound, _ in POLICER_GOALS:
+            entry[title] = row.get(key)
+            if _meets(row.get(key), op, bound):
+                met.append(title.split(" /")[0])
+        entry["goals met"] = ", ".join(met) or "none"
+        out.append(entry)
+    return out
+
+
+def policer_goal_summary(per_link):
+    """Per variant over the policed cases of policer_goals(): the number
+    of links and, for each goal, the median, the min-max and how many
+    links meet it ("links <= 1": "3/5")."""
+    by_variant = {}
+    for entry in per_link:
+        by_variant.setdefault(entry["variant"], []).append(entry)
+    out = []
+    for variant, entries in by_variant.items():
+        row = {"variant": variant, "links": str(len(entries))}
+        for title, _, op, bound, digits in POLICER_GOALS:
+            values = [e[title] for e in entries]
+            spread = metrics.spread(values)
+            met = sum(1 for v in values if _meets(v, op, bound))
+            row[f"{title} median"] = spread["median"]
+            row[f"{title} min-max"] = "-" if spread["min"] is None else \
+                f"{spread['min']:.{digits}f}-{spread['max']:.{digits}f}"
+            row[f"links {op} {bound:g}"] = f"{met}/{len(values)}"
+        out.append(row)
+    return out
+
+
+def table_of(entries, digits=None):
+    """A Markdown table of dicts (the first one's keys): strings as they
+    are, integers whole, other numbers with digits[key] (default 2)
+    decimals, None as "-"; "" without entries."""
+    if not entries:
+        return ""
+    digits = digits or {}
+    head = list(entries[0])
+
+    def cell(key, value):
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return _fmt(value, digits.get(key, 2))
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---" for _ in head) + "|"]
+    for e in entries:
+        lines.append("| " + " | ".join(cell(k, e.get(k)) for k in head)
+                     + " |")
+    return "\n".join(lines)
+
+
+def random_links_sections(records, ratios, heading):
+    """Markdown lines for the drawn links (the seed and every link's
+    parameters) and the policer goals, each under ``heading`` + title;
+    [] when the runs have neither."""
+    lines = []
+    links = drawn_links(records)
+    if links:
+        seeds = sorted({e["seed"] for e in links})
+        lines += [f"{heading}Links drawn with seed "
+                  f"{', '.join(map(str, seeds))}", "",
+                  "The scenario's [random_links] ranges, drawn from this "
+                  "seed: the same seed draws the same links on every "
+                  "machine. Burst ms is the bucket's depth at the policed "
+                  "rate.", "",
+                  table_of([{k: v for k, v in e.items() if k != "seed"}
+                            for e in links], {"burst ms": 1}), ""]
+    goals = policer_goals(ratios, records)
+    if goals:
+        lines += [f"{heading}Policer goals", "",
+                  f"Each Copa variant against cubic and bbr on the same "
+                  f"policed link in the same run; the goals: "
+                  f"{goal_bounds()} "
+                  f"(goodput is throughput, bytes acknowledged). Per "
+                  f"link:", "", table_of(goals, GOAL_DIGITS), "",
+                  "Over the policed links: the median and min-max of each "
+                  "ratio, and how many links meet its goal:", "",
+                  table_of(policer_goal_summary(goals), GOAL_DIGITS), ""]
+    return lines
+
+
 def convergence_table(records):
     lines = []
     for rec in records:
@@ -415,6 +562,7 @@ def write_reports(outdir, plot=True):
     houses = household_table(household_rows(rows, agg))
     if houses:
         parts += ["## Per household", "", HOUSEHOLD_INTRO, "", houses, ""]
+    parts += random_links_sections(records, headline_ratios(agg), "## ")
     conv = convergence_table(records)
     if conv:
         parts += ["## Convergence", "", conv, ""]

@@ -38,7 +38,9 @@ is documented in Documentation/evaluation.rst; in short:
     value = 0                       # set_buffer (bytes), set_policer (Mbit/s)
 
 kind = "random_links" adds ``[random_links]`` (count, seed and [low, high]
-ranges for rate_mbit, rtt_ms, buffer_bdp); kind = "households" adds
+ranges for rate_mbit, rtt_ms, buffer_bdp and optionally a policer:
+policer_frac, its rate as a share of rate_mbit, and policer_burst in
+bytes); kind = "households" adds
 ``[households]`` (csv, units or per_group + seed [+ groups], directions,
 buffer_bdp).
 """
@@ -52,7 +54,8 @@ import tomllib
 from dataclasses import dataclass, fields
 
 from . import households as hh
-from .lab import Flow, Link, LinkError, SELECTS
+from .lab import FRAME_BYTES, Flow, Link, LinkError, SELECTS
+from .lab.config import is_number
 from .variants import ALGORITHMS, VariantError, parse_variants
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -64,6 +67,18 @@ FLOW_FIELDS = {"cc", "count", "start_s", "stagger_s", "duration_s",
                "extra_rtt_ms", "select", "sysctls"}
 EVENT_ACTIONS = ("set_rate", "set_rtt", "set_loss", "set_buffer",
                  "set_policer", "remove_policer")
+# [random_links]: the [low, high] ranges, in the order each link draws
+# them (a new range goes last, so that a seed keeps drawing the links it
+# drew before), with the lowest allowed low and whether low may equal it,
+# and the highest allowed high (None: none; "max_rate": max_rate_mbit).
+# policer_frac is the policed rate's share of the link's drawn rate_mbit;
+# the others are Link fields in the Link's units.
+RANDOM_RANGES = {"rate_mbit": (0, False, "max_rate"),
+                 "rtt_ms": (0, True, None),
+                 "buffer_bdp": (0, False, None),
+                 "policer_frac": (0, False, 1),
+                 "policer_burst": (FRAME_BYTES, True, None)}
+RANDOM_REQUIRED = ("rate_mbit", "rtt_ms", "buffer_bdp")
 TOP_FIELDS = {"name", "description", "kind", "variants", "repeats",
               "duration_s", "measure_from_s", "sample_ms", "max_rate_mbit",
               "link", "sweep", "flows", "events", "random_links",
@@ -361,29 +376,61 @@ def _sweep_cases(chk, data, base, templates, max_rate):
 
 def _random_cases(chk, data, base, templates, max_rate):
     spec = chk.table("random_links", data.get("random_links", {}))
-    chk.unknown("random_links.", spec, {"count", "seed", "rate_mbit",
-                                        "rtt_ms", "buffer_bdp"})
+    chk.unknown("random_links.", spec, {"count", "seed", *RANDOM_RANGES})
     count = chk.number("random_links.count", spec.get("count", 3), 1, 1000,
                        True)
-    rng = random.Random(chk.number("random_links.seed", spec.get("seed", 1),
-                                   integer=True))
-    ranges = {}
-    for key in ("rate_mbit", "rtt_ms", "buffer_bdp"):
-        pair = spec.get(key)
-        if not (isinstance(pair, list) and len(pair) == 2):
-            chk.fail(f"random_links.{key}", f"expected [low, high], got "
-                     f"{pair!r}")
-        low = chk.number(f"random_links.{key}[0]", pair[0], 0)
-        chk.number(f"random_links.{key}[1]", pair[1], low)
-        ranges[key] = pair
+    seed = chk.number("random_links.seed", spec.get("seed", 1),
+                      integer=True)
+    rng = random.Random(seed)
+    ranges = {key: _random_range(chk, key, spec.get(key), max_rate)
+              for key in RANDOM_RANGES
+              if key in RANDOM_REQUIRED or key in spec}
+    if "policer_frac" in ranges and base.get("policer_mbit") is not None:
+        chk.fail("random_links.policer_frac", f"link.policer_mbit fixes the "
+                 f"policer at {base['policer_mbit']} Mbit/s: draw it or fix "
+                 f"it, not both")
+    if "policer_burst" in ranges and "policer_frac" not in ranges and \
+            base.get("policer_mbit") is None:
+        chk.fail("random_links.policer_burst", "a burst without a policer: "
+                 "give policer_frac (or link.policer_mbit) too")
     cases = []
     for k in range(count):
         drawn = {key: round(rng.uniform(*pair), 2)
                  for key, pair in ranges.items()}
+        if "policer_burst" in drawn:
+            drawn["policer_burst"] = int(round(drawn["policer_burst"]))
         link = dict(base, **drawn)
+        if "policer_frac" in drawn:
+            link["policer_mbit"] = drawn["policer_mbit"] = round(
+                link.pop("policer_frac") * drawn["rate_mbit"], 2)
         cases.append(Case(id=f"link{k}", params=drawn, link=link,
-                          flows=copy.deepcopy(templates), meta={}))
+                          flows=copy.deepcopy(templates),
+                          meta={"seed": seed}))
     return cases
+
+
+def _random_range(chk, key, pair, max_rate):
+    """One [low, high] of [random_links], checked against RANDOM_RANGES."""
+    where = f"random_links.{key}"
+    floor, floor_allowed, ceiling = RANDOM_RANGES[key]
+    if ceiling == "max_rate":
+        ceiling = max_rate
+    if not (isinstance(pair, list) and len(pair) == 2
+            and all(is_number(v) for v in pair)):
+        chk.fail(where, f"expected [low, high], two numbers, got {pair!r}")
+    low, high = pair
+    if low > high:
+        chk.fail(where, f"low {low} is above high {high}")
+    if low < floor or (low == floor and not floor_allowed):
+        chk.fail(where, f"low must be {'>=' if floor_allowed else '>'} "
+                 f"{floor}, got {low}")
+    if ceiling is not None and high > ceiling:
+        why = {"rate_mbit": " (max_rate_mbit, the fastest link the "
+               "emulation reproduces faithfully)",
+               "policer_frac": " (a share of the link's rate_mbit)"}
+        chk.fail(where, f"high must be <= {ceiling}{why.get(key, '')}, "
+                 f"got {high}")
+    return pair
 
 
 def _household_cases(chk, data, base, templates, max_rate):

@@ -90,3 +90,17 @@ def test_flow_duration_defaults_to_the_rest_of_the_run():
     assert lab.flow_duration(Flow("cubic", duration_s=3), 20) == 3
     with pytest.raises(LinkError, match="start_s"):
         lab.flow_duration(Flow("cubic", start_s=25), 20)
+
+
+def test_a_drawn_policer_reaches_tc(monkeypatch):
+    # scenarios' random_links draw policer_burst as an integer: the Link
+    # takes whole bytes only, as tc police does
+    from copa_eval import scenarios
+    monkeypatch.setattr(lab.topology, "kernel_hz", lambda: 250)
+    case = scenarios.load("policer-random").cases[0]
+    link = Link(**case.link)
+    assert link.capacity_mbit == link.policer_mbit == 6.09
+    cmds = Topology(link, [Flow("copa")])._router_tc_cmds()
+    assert cmds[-1].endswith("police rate 6090kbit burst 44738 drop")
+    with pytest.raises(LinkError, match="policer_burst"):
+        Link(11.08, 39.91, policer_mbit=6.09, policer_burst=44738.0)

@@ -225,3 +225,108 @@ def test_headline_ratios_include_mean_qdelay():
            {"case": "c", "variant": "copa", "qdelay_mean_ms": 5.0}]
     (ratios,) = report.headline_ratios(agg)
     assert ratios["mean qdelay / cubic"] == pytest.approx(0.05)
+
+
+def _policed_outdir(tmp_path):
+    """A results directory of two random policed links, each with cubic,
+    bbr, copa and copa_policer: throughput and retransmissions below."""
+    figures = {  # (link, variant): (Mbit/s, retrans_overhead)
+        ("link0", "cubic"): (5.0, 0.020), ("link0", "bbr"): (5.8, 0.080),
+        ("link0", "copa"): (5.7, 0.030), ("link0", "copa_policer"):
+        (5.6, 0.010),
+        ("link1", "cubic"): (2.0, 0.040), ("link1", "bbr"): (2.2, 0.100),
+        ("link1", "copa"): (2.0, 0.020), ("link1", "copa_policer"):
+        (2.15, 0.030)}
+    links = {"link0": dict(rate_mbit=11.08, rtt_ms=39.91, buffer_bdp=1.56,
+                           policer_mbit=6.09, policer_burst=44738),
+             "link1": dict(rate_mbit=23.23, rtt_ms=133.45, buffer_bdp=1.8,
+                           policer_mbit=2.32, policer_burst=62869)}
+    from copa_eval.lab import Link
+    run = json.load(open(os.path.join(FIXTURES, "run.json")))
+    flow = json.load(open(os.path.join(FIXTURES, "flow-copa.json")))
+    for seq, ((case, variant), (mbit, retrans)) in enumerate(
+            figures.items()):
+        name = f"{case}__{variant}__r1"
+        d = tmp_path / "runs" / name
+        d.mkdir(parents=True)
+        rec = dict(run, case=case, run=name, seq=seq,
+                   case_meta={"seed": 32}, link=Link(**links[case]).to_dict(),
+                   variant={"spec": variant, "cc": variant, "sysctls": {}})
+        (d / "run.json").write_text(json.dumps(rec))
+        (d / "flow0.json").write_text(json.dumps(dict(
+            flow, cc=variant, run=name, throughput_mbit=mbit,
+            retrans_overhead=retrans)))
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "scenario": "policer-random", "kernel": "6.1.0", "git": "abc",
+        "command": "copa-eval run policer-random",
+        "resolved": {"description": "random policers"}}))
+    return str(tmp_path)
+
+
+def test_drawn_links_and_policer_goals(tmp_path):
+    outdir = _policed_outdir(tmp_path)
+    records, rows, agg = report.write_reports(outdir, plot=False)
+    links = report.drawn_links(records)
+    assert [e["link"] for e in links] == ["link0", "link1"]
+    assert links[0]["seed"] == 32 and links[0]["policer Mbit/s"] == 6.09
+    assert links[0]["burst bytes"] == 44738
+    assert links[0]["burst ms"] == pytest.approx(44738 * 8 / 6090)
+    assert links[1]["policer / rate"] == pytest.approx(0.0999, abs=1e-3)
+    goals = report.policer_goals(report.headline_ratios(agg), records)
+    by = {(g["link"], g["variant"]): g for g in goals}
+    assert set(by) == {(c, v) for c in ("link0", "link1")
+                       for v in ("copa", "copa_policer")}
+    g = by[("link0", "copa_policer")]
+    assert g["retrans / cubic"] == pytest.approx(0.5)
+    assert g["goodput / bbr"] == pytest.approx(5.6 / 5.8)
+    assert g["goals met"] == "retrans, goodput"
+    assert by[("link0", "copa")]["goals met"] == "goodput"     # 1.5x cubic
+    assert by[("link1", "copa")]["goals met"] == "retrans"     # 0.91 of bbr
+    summary = {r["variant"]: r for r in report.policer_goal_summary(goals)}
+    pol = summary["copa_policer"]
+    assert pol["links"] == "2"
+    assert pol["retrans / cubic median"] == pytest.approx((0.5 + 0.75) / 2)
+    assert pol["retrans / cubic min-max"] == "0.50-0.75"
+    assert pol["links <= 1"] == "2/2" and pol["links >= 0.95"] == "2/2"
+    assert summary["copa"]["links <= 1"] == "1/2"
+    md = open(os.path.join(outdir, "summary.md")).read()
+    assert "## Links drawn with seed 32" in md
+    assert "| link | Mbit/s | RTT ms | FIFO BDP | FIFO bytes | policer " \
+        "Mbit/s | policer / rate | burst bytes | burst ms |" in md
+    assert "| link1 | 23.23 | 133.45 | 1.80 | 697510 | 2.32 | 0.10 | " \
+        "62869 | 216.8 |" in md
+    assert "## Policer goals" in md and "retrans / cubic <= 1 and " \
+        "goodput / bbr >= 0.95" in md
+    assert "| link0 | copa_policer | 0.50 | 0.966 | retrans, goodput |" in md
+    # 3 digits for goodput: copa's median 0.946 misses 0.95
+    assert "| copa | 2 | 1.00 | 0.50-1.50 | 1/2 | 0.946 | 0.909-0.983 | " \
+        "1/2 |" in md
+    assert "| copa_policer | 2 | 0.62 | 0.50-0.75 | 2/2 | 0.971 | " \
+        "0.966-0.977 | 2/2 |" in md
+
+
+def test_bench_section_and_summary_carry_links_and_goals(tmp_path):
+    from copa_eval import cli, scenarios
+    outdir = _policed_outdir(tmp_path)
+    records, rows, agg = report.write_reports(outdir, plot=False)
+    ratios = report.headline_ratios(agg)
+    scenario = scenarios.load("policer-random")
+    text = cli.bench_section(scenario, agg, ratios, rows, records)
+    assert "#### Links drawn with seed 32" in text
+    assert "#### Policer goals" in text
+    goals = [{"scenario": "policer-random", **r} for r in
+             report.policer_goal_summary(report.policer_goals(ratios,
+                                                              records))]
+    summary = cli.summary_markdown("head", [], (), goals)
+    assert "Policer goals (retrans / cubic <= 1 and goodput / bbr >= " \
+        "0.95)" in summary
+    assert "| policer-random | copa_policer | 2 | 0.62 | 0.50-0.75 | 2/2 |" \
+        in summary
+    assert "Policer goals" not in cli.summary_markdown("head", [])
+
+
+def test_no_links_nor_goals_without_random_links_or_policers(outdir):
+    records, rows, agg = report.write_reports(outdir, plot=False)
+    assert report.drawn_links(records) == []
+    assert report.random_links_sections(
+        records, report.headline_ratios(agg), "## ") == []

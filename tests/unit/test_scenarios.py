@@ -205,3 +205,120 @@ def test_households_cheap_samples_the_cheap_groups():
     assert len({c.params["unit_id"] for c in s.cases}) == 6
     assert [c.id for c in s.cases] == \
         [c.id for c in scenarios.load("households-cheap").cases]
+
+
+RANDOM = BASE.replace('variants', 'kind = "random_links"\nvariants') + """
+[random_links]
+count = 3
+seed = 5
+rate_mbit = [10, 24]
+rtt_ms = [10, 150]
+buffer_bdp = [0.5, 4]
+policer_frac = [0.1, 0.6]
+policer_burst = [10000, 80000]
+"""
+
+
+def test_shipped_random_links_draw_the_same_links_everywhere():
+    # Pinned: a change to the draws (their order, rounding or ranges)
+    # would make these scenarios measure other links than their results.
+    coexistence = scenarios.load("coexistence")
+    assert [c.link for c in coexistence.cases] == [
+        {"rate_mbit": 15.66, "rtt_ms": 23.58, "buffer_bdp": 2.78},
+        {"rate_mbit": 6.61, "rtt_ms": 58.23, "buffer_bdp": 1.78},
+        {"rate_mbit": 6.09, "rtt_ms": 55.67, "buffer_bdp": 0.63},
+        {"rate_mbit": 19.61, "rtt_ms": 16.29, "buffer_bdp": 0.82}]
+    policers = scenarios.load("policer-random")
+    assert [c.link for c in policers.cases] == [
+        {"rate_mbit": 11.08, "rtt_ms": 39.91, "buffer_bdp": 1.56,
+         "policer_burst": 44738, "policer_mbit": 6.09},
+        {"rate_mbit": 20.08, "rtt_ms": 24.03, "buffer_bdp": 2.28,
+         "policer_burst": 46596, "policer_mbit": 10.44},
+        {"rate_mbit": 23.23, "rtt_ms": 133.45, "buffer_bdp": 1.8,
+         "policer_burst": 62869, "policer_mbit": 2.32},
+        {"rate_mbit": 11.77, "rtt_ms": 11.32, "buffer_bdp": 3.06,
+         "policer_burst": 68560, "policer_mbit": 6.12},
+        {"rate_mbit": 23.35, "rtt_ms": 38.23, "buffer_bdp": 0.79,
+         "policer_burst": 78442, "policer_mbit": 3.74}]
+    assert policers.cases[2].params["policer_frac"] == 0.1
+    assert {c.meta["seed"] for c in policers.cases} == {32}
+    assert [v.spec for v in policers.variants] == ["cubic", "bbr", "copa",
+                                                   "copa_policer"]
+
+
+def test_random_policers_are_seeded_and_in_range(tmp_path):
+    a, b = load_text(tmp_path, RANDOM), load_text(tmp_path, RANDOM)
+    assert [c.link for c in a.cases] == [c.link for c in b.cases]
+    assert [c.params for c in a.cases] == [c.params for c in b.cases]
+    for case in a.cases:
+        link, drawn = case.link, case.params
+        assert "policer_frac" not in link and case.meta == {"seed": 5}
+        assert link["policer_mbit"] == round(drawn["policer_frac"]
+                                             * link["rate_mbit"], 2)
+        assert 0.1 <= drawn["policer_frac"] <= 0.6
+        assert isinstance(link["policer_burst"], int)
+        assert 10000 <= link["policer_burst"] <= 80000
+        assert drawn["policer_mbit"] == link["policer_mbit"]
+    # the first links of a seed do not depend on the count ...
+    two = load_text(tmp_path, RANDOM, ["random_links.count=2"])
+    assert [c.link for c in two.cases] == [c.link for c in a.cases[:2]]
+    # ... and another seed draws other links
+    other = load_text(tmp_path, RANDOM, ["random_links.seed=6"])
+    assert [c.link for c in other.cases] != [c.link for c in a.cases]
+
+
+def test_random_policer_with_a_fixed_burst(tmp_path):
+    s = load_text(tmp_path, RANDOM.replace(
+        "policer_burst = [10000, 80000]\n", ""), ["link.policer_burst=30000"])
+    assert {c.link["policer_burst"] for c in s.cases} == {30000}
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    (["random_links.policer_frac=[0.6, 0.1]"],
+     "random_links.policer_frac: low 0.6 is above high 0.1"),
+    (["random_links.policer_frac=[0.1, 1.5]"],
+     "random_links.policer_frac: high must be <= 1 \\(a share of the "
+     "link's rate_mbit\\), got 1.5"),
+    (["random_links.policer_frac=[0, 0.5]"],
+     "random_links.policer_frac: low must be > 0, got 0"),
+    (["random_links.policer_frac=0.3"],
+     "random_links.policer_frac: expected \\[low, high\\], two numbers, "
+     "got 0.3"),
+    (["random_links.policer_frac=[0.1, 'x']"],
+     "random_links.policer_frac: expected \\[low, high\\]"),
+    (["random_links.policer_frac=[0.1, 0.2, 0.3]"],
+     "random_links.policer_frac: expected \\[low, high\\]"),
+    (["random_links.policer_burst=[1000, 8000]"],
+     "random_links.policer_burst: low must be >= 1514, got 1000"),
+    (["random_links.rate_mbit=[10, 60]"],
+     "random_links.rate_mbit: high must be <= 50 \\(max_rate_mbit"),
+    (["random_links.rate_mbit=[0, 20]"],
+     "random_links.rate_mbit: low must be > 0, got 0"),
+    (["random_links.rtt_ms=[-5, 20]"],
+     "random_links.rtt_ms: low must be >= 0, got -5"),
+    (["random_links.buffer_bdp=[4, 0.5]"],
+     "random_links.buffer_bdp: low 4 is above high 0.5"),
+    (["random_links.rtt_ms=[10, inf]"], "random_links.rtt_ms: expected"),
+    (["random_links.policer_rate=[1, 2]"],
+     "random_links.policer_rate: unknown field"),
+    (["link.policer_mbit=3"], "random_links.policer_frac: "
+     "link.policer_mbit fixes the policer at 3 Mbit/s"),
+    (["random_links.count=0"], "random_links.count: must be >= 1"),
+    (["random_links.seed=1.5"], "random_links.seed: expected an integer"),
+])
+def test_bad_random_ranges_name_the_field(tmp_path, overrides, needle):
+    with pytest.raises(ScenarioError, match=needle):
+        load_text(tmp_path, RANDOM, overrides)
+
+
+def test_a_random_burst_needs_a_policer(tmp_path):
+    text = RANDOM.replace("policer_frac = [0.1, 0.6]\n", "")
+    with pytest.raises(ScenarioError, match="random_links.policer_burst: a "
+                       "burst without a policer: give policer_frac"):
+        load_text(tmp_path, text)
+    # with a fixed policer, the burst alone may be drawn
+    s = load_text(tmp_path, text, ["link.policer_mbit=3"])
+    assert {c.link["policer_mbit"] for c in s.cases} == {3}
+    with pytest.raises(ScenarioError, match="random_links.rate_mbit: "
+                       "expected \\[low, high\\], two numbers, got None"):
+        load_text(tmp_path, RANDOM.replace("rate_mbit = [10, 24]\n", ""))
