@@ -73,6 +73,26 @@
 #define COPA_RATE_SHIFT		4	/* stored rates: 16 bytes/s units */
 #define COPA_RATE_MAX		((u64)U32_MAX << COPA_RATE_SHIFT) /* 550 Gbit/s */
 
+/*
+ * Mechanisms beyond the paper. Building with -DCOPA_ABLATE=MASK compiles
+ * those in MASK out, to measure what each earns (Documentation/copa.rst,
+ * "Ablation"); the default builds them all.
+ */
+#define COPA_MECH_LOSS_CLASS	0x01	/* losses classified by the queue */
+#define COPA_MECH_RATE_LIMIT	0x02	/* a rate limit detected and held */
+#define COPA_MECH_SHORT_BUFFER	0x04	/* a full short buffer is a limit */
+#define COPA_MECH_START_TRAIN	0x08	/* slow start's train samples a limit */
+#define COPA_MECH_IDLE		0x10	/* window capped, paced 1x after idle */
+#ifndef COPA_ABLATE
+#define COPA_ABLATE		0
+#endif
+
+/* Is @mech built in? A constant, so the compiler drops what is not. */
+static inline bool copa_mech(u32 mech)
+{
+	return !(COPA_ABLATE & mech);
+}
+
 /* Operating modes, as reported by the tracepoint and inet_diag. */
 enum copa_mode {
 	COPA_MODE_SLOW_START = 1,
@@ -545,12 +565,14 @@ static inline void copa_start_round(struct copa *ca,
 static inline void copa_account_loss(struct copa *ca,
 				     const struct copa_ack *ack)
 {
-	if (ack->losses > 0 && copa_queue_standing(ca, ack)) {
+	bool classify = copa_mech(COPA_MECH_LOSS_CLASS);
+
+	if (ack->losses > 0 && (!classify || copa_queue_standing(ca, ack))) {
 		ca->round_loss = 1;
 		ca->loss_lost += ack->losses;
-	} else if (ack->losses > 0) {
-		ca->round_drop = 1;
 	}
+	if (ack->losses > 0 && (!classify || !copa_queue_standing(ca, ack)))
+		ca->round_drop = 1;
 	if (ca->ece && !ca->round_ece) {
 		ca->round_loss = 1;
 		ca->round_ece = 1;
@@ -642,10 +664,12 @@ static inline bool copa_round_lossy(const struct copa *ca)
 }
 
 /*
- * AIMD on 1/delta, once per round. In competitive mode a round with a loss
- * or an ECN mark halves 1/delta, never below the configured value (the
- * paper's rule: backing off further exactly when the competitor overflows
- * the buffer would hand it the link), and a clean round adds 1. Otherwise,
+ * AIMD on 1/delta, once per round. In competitive mode 1/delta is never
+ * below the configured value (the paper's rule: backing off further
+ * exactly when the competitor overflows the buffer would hand it the
+ * link, and a loss reaction or a hold's end before the mode began must
+ * not carry into it); a round with a loss or an ECN mark halves it down
+ * to that value, and a clean round adds 1. Otherwise,
  * with the loss reaction on, a lossy round (copa_round_lossy()) halves it
  * down to 1 (delta = 1), so that Copa's queue fits a buffer shorter than
  * 1/delta packets; a clean round regrows it by 1/32 towards the configured
@@ -655,14 +679,15 @@ static inline u32 copa_next_inv_delta(const struct copa *ca)
 {
 	u32 inv = ca->inv_delta;
 
-	if (ca->round_loss && ca->competitive)
-		return max(inv / 2, ca->inv_delta0);
+	if (ca->competitive) {
+		inv = max(inv, ca->inv_delta0);
+		return ca->round_loss ? max(inv / 2, ca->inv_delta0) :
+					min(inv + COPA_UNIT, COPA_INV_DELTA_MAX);
+	}
 	if (ca->loss_thresh && copa_round_lossy(ca))
 		return max(inv / 2, COPA_INV_DELTA_MIN);
 	if (ca->round_loss)
 		return min(inv, ca->inv_delta0);
-	if (ca->competitive)
-		return min(inv + COPA_UNIT, COPA_INV_DELTA_MAX);
 	return min(inv + COPA_INV_DELTA_REGROW, ca->inv_delta0);
 }
 
@@ -840,7 +865,8 @@ static inline bool copa_short_buffer_full(const struct copa *ca,
 {
 	u32 dq = copa_dq_us(ca);
 
-	return dq > max(2 * copa_pkt_us(ack), (u32)COPA_EMPTY_SLACK_US) &&
+	return copa_mech(COPA_MECH_SHORT_BUFFER) &&
+	       dq > max(2 * copa_pkt_us(ack), (u32)COPA_EMPTY_SLACK_US) &&
 	       (u64)dq * 4 >= (u64)copa_rtt_spread(ca) * 3 &&
 	       dq < copa_own_queue_us(ca, ack, ca->inv_delta0);
 }
@@ -933,7 +959,8 @@ static inline void copa_hold(struct copa *ca, struct copa_ack *ack, u64 rate)
 /*
  * Leave a hold: one BDP of the held rate, in congestion avoidance, probing
  * above it as after a loss reaction (copa_update_velocity()): half the
- * configured 1/delta regrowing, paced at 1x. The held rate stays the last
+ * configured 1/delta regrowing (competitive mode keeps its own, never
+ * below the configured one), paced at 1x. The held rate stays the last
  * limit seen, so a probe that meets it again holds again at its first
  * limited round.
  */
@@ -949,7 +976,8 @@ static inline void copa_end_hold(struct copa *ca, struct copa_ack *ack)
 	ca->limit_held = 1;
 	ca->probing = 1;
 	ca->hold_rate = 0;
-	ca->inv_delta = max(ca->inv_delta0 / 2, COPA_INV_DELTA_MIN);
+	if (!ca->competitive)
+		ca->inv_delta = max(ca->inv_delta0 / 2, COPA_INV_DELTA_MIN);
 	ca->prior_cwnd = ack->cwnd;
 	ca->round_cwnd = ack->cwnd;
 	ca->dir = COPA_FLAT;
@@ -1013,7 +1041,8 @@ static inline void copa_sample_start(struct copa *ca,
 {
 	u64 rate = copa_round_rate(ca, ack);
 
-	if (!copa_round_measured(ca, ack) ||
+	if (!copa_mech(COPA_MECH_START_TRAIN) ||
+	    !copa_round_measured(ca, ack) ||
 	    !copa_train_limited(ca, ack, rate))
 		return;
 	ca->limit_rate = copa_rate_store(rate);
@@ -1467,7 +1496,7 @@ static inline void copa_reset(struct copa *ca, u32 delta_milli,
 	ca->inv_delta0 = (1000U << COPA_SHIFT) / clamp_t(u32, delta_milli, 1, 1000);
 	ca->competitive_on = competitive;
 	ca->loss_thresh = min(loss_thresh, 100U);
-	ca->detect = 1;
+	ca->detect = copa_mech(COPA_MECH_RATE_LIMIT);
 	ca->limit_loss = COPA_LIMIT_LOSS_PCT;
 	ca->rate_tol = COPA_RATE_TOL_PCT;
 	ca->hold_rounds = COPA_HOLD_ROUNDS;
@@ -1573,8 +1602,8 @@ static inline u32 copa_on_tx_start(struct copa *ca, u64 idle_us, u32 srtt_us,
 	if (!ca->slow_start && !idle)
 		return cwnd;
 	ca->round_idle |= idle;
-	ca->calm = 1;
-	if (rate_interval_us && !ca->hold_rate) {
+	ca->calm = copa_mech(COPA_MECH_IDLE);
+	if (copa_mech(COPA_MECH_IDLE) && rate_interval_us && !ca->hold_rate) {
 		rate_cwnd = div_u64((u64)rate_delivered * srtt, rate_interval_us);
 		cwnd = min_t(u64, cwnd, max_t(u64, rate_cwnd, restart_cwnd));
 	}
@@ -1595,7 +1624,7 @@ static inline void copa_set_detector(struct copa *ca, bool detect,
 				     u32 limit_loss, u32 rate_tol,
 				     u32 hold_rounds)
 {
-	ca->detect = detect;
+	ca->detect = detect && copa_mech(COPA_MECH_RATE_LIMIT);
 	ca->limit_loss = clamp_t(u32, limit_loss, 1, 100);
 	ca->rate_tol = clamp_t(u32, rate_tol, 1, 100);
 	ca->hold_rounds = clamp_t(u32, hold_rounds, 1, 255);

@@ -862,6 +862,7 @@ struct ack_info {
 	u32	seq;		/* the newest packet delivered: its sample */
 	bool	sample;		/* a rate sample (seq delivered, timed) */
 	bool	rtt;		/* an RTT sample (seq not retransmitted) */
+	bool	tsopt;		/* else one from the timestamp echo, whole ms */
 	u32	goodput;	/* packets delivered in order */
 };
 
@@ -998,6 +999,7 @@ static void ack_reno(struct sim *s, const struct ackrec *ar,
 			s->sacked_out = out > max(s->lost_out, 1U) ?
 					out - max(s->lost_out, 1U) : 0;
 		ai->rtt = !retrans;
+		ai->tsopt = retrans;
 		ai->goodput = n;
 		s->ack_hi = cum;
 		s->rto_backoff = 0;
@@ -1096,15 +1098,22 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 
 	i = ai.seq & s->ring_mask;
 	s->ack_count++;
-	if (!ai.rtt ||
-	    (c->no_sample_every && s->ack_count % c->no_sample_every == 0)) {
-		rtt_us = -1;
-	} else {
+	if (ai.tsopt) {
+		/*
+		 * tcp_ack_update_rtt(): an ACK of retransmitted data is timed
+		 * by the timestamp its receiver echoes, the retransmission's,
+		 * in whole milliseconds (0 ms is no sample for Copa).
+		 */
+		rtt_us = (s32)((s->t - s->send_ps[i]) / PS_PER_MS) * 1000;
+	} else if (ai.rtt && !(c->no_sample_every &&
+			       s->ack_count % c->no_sample_every == 0)) {
 		rtt_us = max_t(s64, (s64)(s->t - s->send_ps[i]) /
 				    (s64)PS_PER_US, 1);
 		if (c->whole_ms_every &&
 		    s->ack_count % c->whole_ms_every == 1 && rtt_us >= 1000)
 			rtt_us -= rtt_us % 1000;	/* timestamp echo */
+	}
+	if (rtt_us > 0) {
 		/* tcp_rtt_estimator() */
 		if (!s->srtt8)
 			s->srtt8 = rtt_us << 3;
@@ -1115,6 +1124,8 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 		if (!s->sample_count || (u32)rtt_us < s->min_rtt_sample)
 			s->min_rtt_sample = rtt_us;
 		s->sample_count++;
+	} else {
+		rtt_us = -1;
 	}
 	rs_delivered = s->delivered - s->prior_delivered[i];
 	if (!ai.sample || s->is_sack_reneg ||
@@ -2969,7 +2980,7 @@ static const struct tcase cases[] = {
 	CASE(callbacks_before_init),
 	CASE(stale_ecn_echo),
 	CASE(competitive_keeps_delta),
-	PENDING(competitive_loss_packet_model),
+	CASE(competitive_loss_packet_model),
 	CASE(rates_40_to_200_gbit),
 	CASE(chunks_behind_policer),
 	CASE(no_sack_slow_start_exit),
