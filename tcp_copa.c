@@ -91,17 +91,9 @@
 #define CREATE_TRACE_POINTS
 #include "tcp_copa_trace.h"
 
-enum copa_tunable_id {
-	COPA_T_DELTA,
-	COPA_T_COMPETITIVE,
-	COPA_T_LOSS_REACTION,
-	COPA_T_NR,
-};
-
+/* COPA_TUNABLES of tcp_copa_params.h, indexed by enum copa_tunable_id. */
 static struct copa_tunable copa_tunables[COPA_T_NR] = {
-	[COPA_T_DELTA]		= { "delta", 1, 1000, true, 500 },
-	[COPA_T_COMPETITIVE]	= { "competitive", 0, 1, false, 1 },
-	[COPA_T_LOSS_REACTION]	= { "loss_reaction", 0, 100, false, 5 },
+	COPA_TUNABLES(COPA_TUNABLE)
 };
 
 static struct copa_params copa_params = {
@@ -455,15 +447,8 @@ void tcp_copa_params_net_exit(const struct copa_params *p, struct net *net)
 }
 EXPORT_SYMBOL_COPA(tcp_copa_params_net_exit);
 
-module_param_cb(delta, &tcp_copa_tunable_ops, &copa_tunables[COPA_T_DELTA], 0644);
-MODULE_PARM_DESC(delta, "default delta for new namespaces, (0, 1], e.g. 0.5");
-module_param_cb(competitive, &tcp_copa_tunable_ops,
-		&copa_tunables[COPA_T_COMPETITIVE], 0644);
-MODULE_PARM_DESC(competitive, "default competitive mode (0 off, 1 on)");
-module_param_cb(loss_reaction, &tcp_copa_tunable_ops,
-		&copa_tunables[COPA_T_LOSS_REACTION], 0644);
-MODULE_PARM_DESC(loss_reaction,
-		 "default loss-rate threshold in percent for cutting cwnd (0 ignores loss)");
+#define COPA_TUNABLE_OF(id)	(&copa_tunables[COPA_T_##id])
+COPA_TUNABLES(COPA_MODULE_PARAM)
 
 static int __net_init copa_net_init(struct net *net)
 {

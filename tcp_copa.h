@@ -30,7 +30,9 @@ size_t tcp_copa_get_info(struct sock *sk, u32 ext, int *attr,
 /*
  * Tunables: module parameters that set the defaults of per-namespace
  * sysctls. Each value is an unsigned int; "milli" values are written and
- * shown as decimals with up to three places (0.04 is stored as 40).
+ * shown as decimals with up to three places (0.04 is stored as 40). The
+ * tunables, their ranges and defaults are the tables of
+ * tcp_copa_params.h; COPA_TUNABLE() makes an entry of one.
  */
 struct copa_tunable {
 	const char	*name;
@@ -41,6 +43,19 @@ struct copa_tunable {
 };
 
 extern const struct kernel_param_ops tcp_copa_tunable_ops;
+
+/* An entry of a struct copa_tunable array, in the table's order. */
+#define COPA_TUNABLE(id, name, min, max, milli, def, desc)		\
+	{ #name, min, max, milli, def },
+
+/*
+ * A module parameter for each tunable of a table, the default for new
+ * namespaces: the includer defines COPA_TUNABLE_OF(id), its struct
+ * copa_tunable of tunable @id, and expands TABLE(COPA_MODULE_PARAM).
+ */
+#define COPA_MODULE_PARAM(id, name, min, max, milli, def, desc)	\
+	module_param_cb(name, &tcp_copa_tunable_ops, COPA_TUNABLE_OF(id), 0644); \
+	MODULE_PARM_DESC(name, desc);
 
 struct copa_params {
 	const char		*path;	/* sysctl directory, "net/ipv4/..." */

@@ -26,6 +26,8 @@
 #ifndef _TCP_COPA_ALGO_H
 #define _TCP_COPA_ALGO_H
 
+#include "tcp_copa_params.h"
+
 #define COPA_SHIFT		8
 #define COPA_UNIT		((u32)1 << COPA_SHIFT)
 
@@ -93,12 +95,12 @@ static inline bool copa_mech(u32 mech)
 	return !(COPA_ABLATE & mech);
 }
 
-/* Operating modes, as reported by the tracepoint and inet_diag. */
+/*
+ * Operating modes, as reported by the tracepoint and inet_diag:
+ * COPA_MODE_SLOW_START ... COPA_MODE_POLICED, from tcp_copa_params.h.
+ */
 enum copa_mode {
-	COPA_MODE_SLOW_START = 1,
-	COPA_MODE_DEFAULT = 2,
-	COPA_MODE_COMPETITIVE = 3,
-	COPA_MODE_POLICED = 4,
+	COPA_MODES(COPA_MODE_ENUM)
 };
 
 enum copa_dir {

@@ -14,8 +14,9 @@
  * algorithm, with the detector's parameters as per-namespace sysctls
  * under net.ipv4.tcp_copa_policer: detect (0/1), loss_thresh (percent a
  * round must lose, 1-100), rate_tol (percent two rounds' rates may
- * differ, 1-100) and hold_rounds (1-255). Copa's own tunables
- * (net.ipv4.tcp_copa) apply as well.
+ * differ, 1-100) and hold_rounds (1-255), COPA_POLICER_TUNABLES of
+ * tcp_copa_params.h. Copa's own tunables (net.ipv4.tcp_copa) apply as
+ * well.
  */
 
 /* <net/tcp.h> first: 5.10's generic.h needs struct net. */
@@ -26,21 +27,9 @@
 
 #include "tcp_copa.h"
 
-enum copa_policer_tunable_id {
-	POLICER_T_DETECT,
-	POLICER_T_LOSS_THRESH,
-	POLICER_T_RATE_TOL,
-	POLICER_T_HOLD_ROUNDS,
-	POLICER_T_NR,
-};
-
+/* COPA_POLICER_TUNABLES, indexed by enum copa_policer_tunable_id. */
 static struct copa_tunable policer_tunables[POLICER_T_NR] = {
-	[POLICER_T_DETECT]	= { "detect", 0, 1, false, 1 },
-	[POLICER_T_LOSS_THRESH]	= { "loss_thresh", 1, 100, false,
-				    COPA_LIMIT_LOSS_PCT },
-	[POLICER_T_RATE_TOL]	= { "rate_tol", 1, 100, false, COPA_RATE_TOL_PCT },
-	[POLICER_T_HOLD_ROUNDS]	= { "hold_rounds", 1, 255, false,
-				    COPA_HOLD_ROUNDS },
+	COPA_POLICER_TUNABLES(COPA_TUNABLE)
 };
 
 static struct copa_params policer_params = {
@@ -59,20 +48,8 @@ static void copa_policer_init(struct sock *sk)
 			  copa_param(&policer_params, sk, POLICER_T_HOLD_ROUNDS));
 }
 
-module_param_cb(detect, &tcp_copa_tunable_ops,
-		&policer_tunables[POLICER_T_DETECT], 0644);
-MODULE_PARM_DESC(detect, "default policer detection (0 off, 1 on)");
-module_param_cb(loss_thresh, &tcp_copa_tunable_ops,
-		&policer_tunables[POLICER_T_LOSS_THRESH], 0644);
-MODULE_PARM_DESC(loss_thresh,
-		 "default percent of a round's packets lost for it to count, 1-100");
-module_param_cb(rate_tol, &tcp_copa_tunable_ops,
-		&policer_tunables[POLICER_T_RATE_TOL], 0644);
-MODULE_PARM_DESC(rate_tol,
-		 "default percent two limited rounds' rates may differ, 1-100");
-module_param_cb(hold_rounds, &tcp_copa_tunable_ops,
-		&policer_tunables[POLICER_T_HOLD_ROUNDS], 0644);
-MODULE_PARM_DESC(hold_rounds, "default rounds to hold a detected limit, 1-255");
+#define COPA_TUNABLE_OF(id)	(&policer_tunables[POLICER_T_##id])
+COPA_POLICER_TUNABLES(COPA_MODULE_PARAM)
 
 static int __net_init policer_net_init(struct net *net)
 {
