@@ -13,6 +13,7 @@
 #   make lint             checkpatch --strict, sparse, W=1
 #   make matrix           build and smoke-test on every supported kernel
 #   make bpf              the BPF struct_ops build (bpf/, see Documentation/bpf.rst)
+#   make fuzz             fuzz the algorithm for FUZZ_SECS (60) s (tests/fuzz)
 #
 # KDIR defaults to the running kernel's build tree and falls back to the
 # headers of the kernel the VM boots (scripts/vm-kernel), so the modules
@@ -78,5 +79,9 @@ bpf:
 	scripts/deps bpf
 	$(MAKE) -C bpf
 
-.PHONY: all modules clean install demo check bench lint matrix bpf
+fuzz:
+	scripts/deps fuzz
+	$(MAKE) -C tests/fuzz check
+
+.PHONY: all modules clean install demo check bench lint matrix bpf fuzz
 .PHONY: uninstall deb htmldocs
