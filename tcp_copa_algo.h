@@ -359,11 +359,15 @@ static inline u32 copa_own_queue_us(const struct copa *ca,
 
 /*
  * The RTT's recent spread: the highest RTTstanding of the last rounds
- * above RTTmin (rtt_max, see copa_update_rtt()).
+ * above RTTmin (rtt_max, see copa_update_rtt()), 0 when rtt_max is
+ * below RTTmin: it is emptied after idle while RTTmin is kept.
  */
 static inline u32 copa_rtt_spread(const struct copa *ca)
 {
-	return copa_win_max(&ca->rtt_max) - copa_win_min(&ca->rtt_min);
+	u32 top = copa_win_max(&ca->rtt_max);
+	u32 rtt_min = copa_win_min(&ca->rtt_min);
+
+	return top > rtt_min ? top - rtt_min : 0;
 }
 
 /* Timer and scheduling jitter: max(RTTmin / 16, COPA_EMPTY_SLACK_US). */
