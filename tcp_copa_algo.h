@@ -571,14 +571,17 @@ static inline void copa_start_round(struct copa *ca,
 static inline void copa_account_loss(struct copa *ca,
 				     const struct copa_ack *ack)
 {
-	bool classify = copa_mech(COPA_MECH_LOSS_CLASS);
+	if (ack->losses > 0) {
+		bool classify = copa_mech(COPA_MECH_LOSS_CLASS);
+		bool standing = copa_queue_standing(ca, ack);
 
-	if (ack->losses > 0 && (!classify || copa_queue_standing(ca, ack))) {
-		ca->round_loss = 1;
-		ca->loss_lost += ack->losses;
+		if (standing || !classify) {
+			ca->round_loss = 1;
+			ca->loss_lost += ack->losses;
+		}
+		if (!standing || !classify)
+			ca->round_drop = 1;
 	}
-	if (ack->losses > 0 && (!classify || !copa_queue_standing(ca, ack)))
-		ca->round_drop = 1;
 	if (ca->ece && !ca->round_ece) {
 		ca->round_loss = 1;
 		ca->round_ece = 1;
