@@ -54,12 +54,12 @@
  * carries, are a limit that drops instead of queueing (a token-bucket
  * policer, or a buffer shorter than Copa's target queue). Copa then paces
  * at that rate, with a window of 1.5 times its BDP (at least BDP + 2
- * packets), for 48 rounds (twice
- * as long after each probe that met the same limit, up to 255). Rounds
- * that the application limited, or in which sending restarted after idle,
- * do not measure the path and are not sampled. A standing queue, or a
- * second lossy round after the held rate was cut, ends the hold early;
- * Copa then probes above the held rate from one BDP of it.
+ * packets), for 48 rounds (twice as long after each probe that met the
+ * same limit, up to 255). Rounds that the application limited, or in
+ * which sending restarted after idle, do not measure the path and are
+ * not sampled. A standing queue, or a second lossy round after the held
+ * rate was cut, ends the hold early; Copa then probes above the held
+ * rate from one BDP of it.
  *
  * tcp_copa_policer.ko is the same algorithm with the detector's
  * parameters as sysctls. Around the algorithm: an undo (a loss or

@@ -2867,8 +2867,8 @@ static bool no_sack_random_loss_1pct(char *out, size_t len)
  * sample from a dupACK, nor from an ACK that covers a retransmission
  * (Karn; a timestamp's sample is whole milliseconds, which Copa skips),
  * so under steady loss Copa sees no queue, its window grows without
- * bound, overflows the FIFO and times out (0.46 of SACK's delivery,
- * 2 timeouts, in the first seed).
+ * bound, overflows the FIFO and times out (0.55 of SACK's delivery,
+ * 1 timeout, in the first seed).
  */
 static bool no_sack_random_loss_1pct_delivery(char *out, size_t len)
 {
