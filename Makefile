@@ -10,6 +10,7 @@
 #   make demo             boot a VM, compare copa with cubic and bbr
 #   make check            build, unit tests and the VM test suite
 #   make bench            the fixed benchmark set (scripts/copa-eval)
+#   make bench-ablation   the ablation set on builds without each mechanism
 #   make lint             checkpatch --strict, sparse, W=1
 #   make matrix           build and smoke-test on every supported kernel
 #   make bpf              the BPF struct_ops build (bpf/, see Documentation/bpf.rst)
@@ -68,6 +69,9 @@ check:
 bench:
 	scripts/bench
 
+bench-ablation:
+	scripts/bench-ablation
+
 lint:
 	scripts/lint
 
@@ -83,5 +87,6 @@ fuzz:
 	scripts/deps fuzz
 	$(MAKE) -C tests/fuzz check
 
-.PHONY: all modules clean install demo check bench lint matrix bpf fuzz
+.PHONY: all modules clean install demo check bench bench-ablation lint
+.PHONY: matrix bpf fuzz
 .PHONY: uninstall deb htmldocs

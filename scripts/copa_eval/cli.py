@@ -71,6 +71,9 @@ def parser():
     sp.add_argument("outdir")
     sp.add_argument("--no-plots", action="store_true")
     sp = sub.add_parser("bench", help="the fixed benchmark set (make bench)")
+    sp.add_argument("--set-file", default=BENCH_FILE, metavar="TOML",
+                    help=f"the set to run (default "
+                    f"{os.path.relpath(BENCH_FILE, ROOT)})")
     sp.add_argument("--out", help="results directory (default "
                     "results/bench-<digest>-<revision>; resumes)")
     sp.add_argument("--doc", default=BENCH_DOC,
@@ -232,7 +235,7 @@ def bench_outdir(plan):
 
 
 def cmd_bench(args):
-    plan = bench_plan()
+    plan = bench_plan(args.set_file)
     outdir = args.out or bench_outdir(plan)
     require_lab()
     total = sum(len(runner.plan(s)) for s in plan)
@@ -256,7 +259,8 @@ def cmd_bench(args):
                       report.policer_goals(ratios, recs))]
         print(sections[-1], flush=True)
     head = bench_head(revision,
-                      runs_span_s(records) or time.monotonic() - t0)
+                      runs_span_s(records) or time.monotonic() - t0,
+                      args.set_file)
     files.write_atomic(os.path.join(outdir, "bench.md"),
                        bench_markdown(head, sections))
     files.write_atomic(os.path.join(outdir, "summary.md"),
@@ -300,14 +304,17 @@ def runs_span_s(records):
         .total_seconds()
 
 
-def bench_head(revision, seconds):
+def bench_head(revision, seconds, set_file=BENCH_FILE):
     """The line naming the command, date, kernel, the revision measured
-    (taken when the run started) and the duration."""
-    return (f"Command: `make bench` (`scripts/copa-eval --vm bench`), "
+    (taken when the run started), the duration and the set."""
+    command = "`make bench` (`scripts/copa-eval --vm bench`)" \
+        if os.path.abspath(set_file) == BENCH_FILE else \
+        f"`scripts/copa-eval --vm bench --set-file {set_file}`"
+    return (f"Command: {command}, "
             f"{datetime.date.today().isoformat()}, kernel "
             f"{os.uname().release}, git {revision}, "
             f"{seconds / 60:.0f} min. Scenario files: scripts/scenarios/; "
-            f"the set: scripts/scenarios/bench.toml.")
+            f"the set: {os.path.relpath(os.path.abspath(set_file), ROOT)}.")
 
 
 def bench_markdown(head, sections):
@@ -403,7 +410,7 @@ def run_in_vm(args, argv):
     if args.command == "run":
         outdir = args.out or runner.default_outdir(load_scenario(args))
     elif args.command == "bench":
-        outdir = args.out or bench_outdir(bench_plan())
+        outdir = args.out or bench_outdir(bench_plan(args.set_file))
     else:
         raise SystemExit(f"copa-eval: --vm is for run and bench, not "
                          f"{args.command}")
@@ -422,7 +429,8 @@ def run_in_vm(args, argv):
     if args.command == "bench":
         inner += ["--doc", ""]
     timeout = args.vm_timeout or vm_timeout_s(
-        [load_scenario(args)] if args.command == "run" else bench_plan())
+        [load_scenario(args)] if args.command == "run" else
+        bench_plan(args.set_file))
     cmd = [VM_RUN, "--timeout", str(int(timeout)), "--rwdir", outdir, "--",
            "scripts/copa-eval"] + inner
     rc = run_vm_command(cmd)

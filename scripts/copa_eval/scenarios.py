@@ -135,13 +135,15 @@ def scenario_path(name_or_path):
 
 
 def available():
-    """[(name, description)] of the scenarios shipped in scripts/scenarios."""
+    """[(name, description)] of the scenarios shipped in scripts/scenarios
+    (less the bench's sets, bench.toml and ablation.toml: [[runs]])."""
     out = []
     for entry in sorted(os.listdir(SCENARIO_DIR)):
-        if entry.endswith(".toml") and entry != "bench.toml":
+        if entry.endswith(".toml"):
             with open(os.path.join(SCENARIO_DIR, entry), "rb") as f:
                 data = tomllib.load(f)
-            out.append((entry[:-5], data.get("description", "")))
+            if "runs" not in data:
+                out.append((entry[:-5], data.get("description", "")))
     return out
 
 

@@ -4,29 +4,30 @@
 
     make -C tests/model ablation
 
-Builds the model once per mechanism compiled out (COPA_ABLATE, see
-tcp_copa_algo.h), runs each over the loss links ("model losses") and the
+Builds the model once per mechanism compiled out (COPA_ABLATE, the
+COPA_MECH_* of tcp_copa_algo.h, copa_eval.mechanisms), runs each over the loss links ("model losses") and the
 test cases, and prints one Markdown table: utilisation / retransmitted
 per link for default copa, and the cases each build fails.
 """
 
+import os
 import re
 import subprocess
 import sys
 
-MECHS = [
-    (0, "all"),
-    (0x01, "no loss class"),
-    (0x02, "no rate limit"),
-    (0x04, "no short buffer"),
-    (0x08, "no start train"),
-    (0x10, "no idle"),
-]
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+from copa_eval import mechanisms  # noqa: E402
+
+MECHS = [(0, "all")] + [(m.mask, f"no {m.name}") for m in mechanisms.load()]
 LINE = re.compile(r"(.*?)\s+copa\s+util ([\d.]+).*retrans\s+([\d.]+)%")
 
 
 def run(mask, *args):
-    out = subprocess.run([f"./model-ablate-{mask}", *args], check=False,
+    subprocess.run(["make", "-s", "-C", HERE, f"model-ablate-{mask}"],
+                   check=True)
+    out = subprocess.run([os.path.join(HERE, f"model-ablate-{mask}"), *args],
+                         check=False,
                          capture_output=True, text=True).stdout
     return out.splitlines()
 

@@ -37,6 +37,15 @@ def test_bench_set_validates():
     assert len(cli.bench_plan()) >= 8
 
 
+def test_ablation_set_validates_and_runs_only_copa():
+    from copa_eval import cli
+    plan = cli.bench_plan(os.path.join(scenarios.SCENARIO_DIR,
+                                       "ablation.toml"))
+    assert {v.cc for s in plan for v in s.variants} <= \
+        {"copa", "copa_policer"}
+    assert "ablation" not in dict(scenarios.available())
+
+
 def test_sweep_expansion_and_overrides(tmp_path):
     s = load_text(tmp_path, BASE + "[sweep]\nbuffer_bdp = [1, 4]\n",
                   ["link.rate_mbit=20", "sweep.buffer_bdp=[0.5, 2, 8]"])
