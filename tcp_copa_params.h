@@ -19,8 +19,8 @@
  * Each value is an unsigned int from min to max. A milli value is written
  * and shown as a decimal with up to three places and kept in thousandths
  * (0.04 is 40); min, max and default are in thousandths. The default is
- * a number or a constant of tcp_copa_algo.h. The description is the
- * module parameter's.
+ * a number or a constant of tcp_copa_algo.h or tcp_copa_limit.h. The
+ * description is the module parameter's.
  *
  * COPA_TUNABLES are tcp_copa.ko's, per-namespace sysctls under
  * net.ipv4.tcp_copa, whose defaults are the module parameters of the same

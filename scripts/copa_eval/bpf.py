@@ -24,7 +24,7 @@ NAMES = ("bpf_copa", "bpf_copa_pol")
 OLDEST = (6, 0)         # a struct_ops congestion control may pace from 6.0
 VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
 # What bpf/ includes from the top level of the tree.
-TOP_HEADERS = ("tcp_copa_algo.h", "tcp_copa_params.h")
+TOP_HEADERS = ("tcp_copa_algo.h", "tcp_copa_limit.h", "tcp_copa_params.h")
 
 _state = {}
 
@@ -75,8 +75,9 @@ def copa_bpf(*args, obj=None, check=True):
 def build(dest=None, targets=("tcp_copa.bpf.o",)):
     """Build @targets (bpf/Makefile's) for the running kernel in @dest/bpf
     and return that directory. Unless @dest is the source tree itself,
-    bpf/'s sources and the headers it reads from the top level (as
-    ../tcp_copa_algo.h and ../tcp_copa_params.h) are copied there first; None is a scratch
+    bpf/'s sources and the headers it reads from the top level
+    (TOP_HEADERS: ../tcp_copa_algo.h, the tcp_copa_limit.h it includes, and
+    ../tcp_copa_params.h) are copied there first; None is a scratch
     directory, removed at exit."""
     why = unsupported_reason()
     if why:

@@ -6,8 +6,8 @@ the modules, the BPF build and these tools share.
 ``#define NAME(X)`` followed by ``X(...)`` entries only, each argument of
 its kind (see the header), and anything else in a table is an error that
 names the file and line, not something skipped. A tunable's default may
-name a constant of tcp_copa_algo.h, the file beside the header, which
-must define it once as a decimal number.
+name a constant of tcp_copa_algo.h or tcp_copa_limit.h, the files beside
+the header, which between them must define it once as a decimal number.
 """
 
 import os
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 HEADER = os.path.join(ROOT, "tcp_copa_params.h")
-ALGO_HEADER = "tcp_copa_algo.h"
+# The headers whose constants a default may name.
+CONSTANT_HEADERS = ("tcp_copa_algo.h", "tcp_copa_limit.h")
 
 # Table macro -> group: the module whose sysctls the tunables are
 # (net.ipv4.<group>.<name>), or "bpf" for the BPF build's own.
@@ -119,16 +120,19 @@ def load(path=None):
             names.add(name)
             if not default.isdigit():
                 if not constants:
-                    algo = os.path.join(os.path.dirname(path), ALGO_HEADER)
-                    with open(algo) as f:
+                    for header in CONSTANT_HEADERS:
+                        with open(os.path.join(os.path.dirname(path),
+                                               header)) as f:
+                            text = f.read()
                         for d in re.finditer(r"^#define\s+(\w+)\s+([0-9]+)\b",
-                                             f.read(), re.M):
+                                             text, re.M):
                             constants.setdefault(d.group(1), []).append(
                                 int(d.group(2)))
                 found = constants.get(default, [])
                 if len(found) != 1:
                     raise ParamsError(f"{where}: {name}: default {default} "
-                                      f"is not one number in {ALGO_HEADER}")
+                                      f"is not one number in "
+                                      f"{' or '.join(CONSTANT_HEADERS)}")
                 default = found[0]
             t = Tunable(name, int(lo), int(hi), milli == "true",
                         int(default), desc)

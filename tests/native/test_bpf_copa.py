@@ -60,7 +60,7 @@ def test_build_into_state_dir(tmp_path, monkeypatch):
     copa_bpf("build")
     for obj in ("tcp_copa.bpf.o", "copa_sockops.bpf.o"):
         assert (tmp_path / "state" / "bpf" / obj).stat().st_size > 0
-    for header in ("tcp_copa_algo.h", "tcp_copa_params.h"):
+    for header in ("tcp_copa_algo.h", "tcp_copa_limit.h", "tcp_copa_params.h"):
         assert (tmp_path / "state" / header).exists()
 
 

@@ -58,9 +58,9 @@ int main(void)
 
 def test_python_reads_what_c_compiles(tmp_path):
     """The parser's tables are the compiler's: every tunable with its
-    range, milli flag, default (constants of tcp_copa_algo.h resolved)
-    and description, the enums' sizes, and the modes with their numbers
-    (enum copa_mode is built from the table)."""
+    range, milli flag, default (constants of tcp_copa_algo.h and
+    tcp_copa_limit.h resolved) and description, the enums' sizes, and the
+    modes with their numbers (enum copa_mode is built from the table)."""
     cc = shutil.which("gcc") or shutil.which("cc")
     if not cc:
         pytest.skip("no C compiler")
@@ -101,6 +101,12 @@ def load_script(name, path=None):
     return module
 
 
+def copy_constant_headers(dest):
+    """The headers whose constants the table names, beside a copy of it."""
+    for name in params.CONSTANT_HEADERS:
+        shutil.copy(os.path.join(ROOT, name), dest)
+
+
 @pytest.fixture
 def changed_table(tmp_path, monkeypatch):
     """A copy of the table with delta's maximum at 0.5, loss_thresh's
@@ -118,7 +124,7 @@ def changed_table(tmp_path, monkeypatch):
     assert n == 1
     header = tmp_path / "tcp_copa_params.h"
     header.write_text(text)
-    shutil.copy(os.path.join(ROOT, "tcp_copa_algo.h"), tmp_path)
+    copy_constant_headers(tmp_path)
     monkeypatch.setattr(params, "HEADER", str(header))
     return header
 
@@ -162,7 +168,7 @@ def strict(tmp_path, old, new, count=1):
     assert text.count(old) >= count, old
     (tmp_path / "tcp_copa_params.h").write_text(text.replace(old, new,
                                                              count))
-    shutil.copy(os.path.join(ROOT, "tcp_copa_algo.h"), tmp_path)
+    copy_constant_headers(tmp_path)
     with pytest.raises(params.ParamsError) as e:
         params.load(str(tmp_path / "tcp_copa_params.h"))
     return str(e.value)
@@ -224,7 +230,8 @@ def test_table_is_shipped():
     package (tcp_copa*.h), copa-tools (the BPF build's top-level headers,
     and the tools read it), copa-bpf build's copies."""
     needed = top_level_includes()
-    assert {"tcp_copa_algo.h", "tcp_copa_params.h"} <= needed
+    assert {"tcp_copa_algo.h", "tcp_copa_limit.h",
+            "tcp_copa_params.h"} <= needed
     rules = open(os.path.join(ROOT, "debian", "rules")).read()
     assert "$(wildcard tcp_copa*.c tcp_copa*.h)" in rules
     tools = {f for line in re.findall(r"install -m 644 (.*) \$\(TOOLS\)/\n",
