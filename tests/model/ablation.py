@@ -5,9 +5,10 @@
     make -C tests/model ablation
 
 Builds the model once per mechanism compiled out (COPA_ABLATE, the
-COPA_MECH_* of tcp_copa_algo.h, copa_eval.mechanisms), runs each over the loss links ("model losses") and the
-test cases, and prints one Markdown table: utilisation / retransmitted
-per link for default copa, and the cases each build fails.
+COPA_MECH_* of tcp_copa_algo.h, copa_eval.mechanisms), runs each over the
+loss links ("model losses") and the test cases, and prints one Markdown
+table: utilisation / retransmitted per link for default copa, and the
+cases each build fails.
 """
 
 import os
@@ -23,9 +24,12 @@ MECHS = [(0, "all")] + [(m.mask, f"no {m.name}") for m in mechanisms.load()]
 LINE = re.compile(r"(.*?)\s+copa\s+util ([\d.]+).*retrans\s+([\d.]+)%")
 
 
-def run(mask, *args):
+def build(mask):
     subprocess.run(["make", "-s", "-C", HERE, f"model-ablate-{mask}"],
                    check=True)
+
+
+def run(mask, *args):
     out = subprocess.run([os.path.join(HERE, f"model-ablate-{mask}"), *args],
                          check=False,
                          capture_output=True, text=True).stdout
@@ -36,6 +40,7 @@ def main():
     rows = {}
     failing = {}
     for mask, _ in MECHS:
+        build(mask)
         for line in run(mask, "losses"):
             m = LINE.match(line)
             if m:
