@@ -8,7 +8,7 @@ copyright = "2026, Copa for Linux developers"
 with open(os.path.join(os.path.dirname(__file__), "..", "VERSION")) as f:
     version = release = f.read().strip()
 root_doc = master_doc = "index"
-exclude_patterns = ["_build", "results"]
+exclude_patterns = ["_build"]
 html_theme = "alabaster"
 # Man pages from man/*.rst (Debian's copa-tools builds them with rst2man;
 # "make -C Documentation man" style builds work too).

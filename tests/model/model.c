@@ -6,7 +6,7 @@
  *
  *   model [check] [CASE...]   run the test cases (default all but the
  *                             pending ones), KTAP-ish
- *   model table               the "Choosing delta" table of copa.rst
+ *   model table               the "Choosing delta" table of results.rst
  *   model losses [NAME]       the loss links (issue 10), every variant
  *
  * MODEL_TRACE=1 prints the state at each round start and each hold on
@@ -1437,7 +1437,7 @@ static void set_duration(struct cfg *c, u32 rounds)
 /*
  * Steady state: a lone flow keeps 1/delta packets queued (at most a
  * quarter of the BDP), so its window settles at target_pkts() (copa.rst,
- * "Target"). The queue and cwnd
+ * "Target and per-ACK update"). The queue and cwnd
  * follow a sawtooth of a few rounds, so the test compares the
  * time-average of cwnd over the last 40% of the run (after slow start and
  * the first approach, many sawtooth periods) with that target, within
@@ -2884,7 +2884,7 @@ static bool no_sack_random_loss_1pct_delivery(char *out, size_t len)
 }
 
 /* ---------------------------------------------------------------------
- * The table for Documentation/copa.rst, "Choosing delta".
+ * The table for Documentation/results.rst, "Choosing delta".
  */
 static void table(void)
 {

@@ -19,8 +19,8 @@ flow's duration.
   1.28x and 0.87x to 1.0x over both links and both variants (cubic's
   own overhead about 2%), and a CI run of the same algorithm 2.64x on
   the 4 Mbit/s link, where the start lost 222 packets in its first
-  1.3 s (the bimodal start described in copa.rst, "Losses and
-  policers"), so the bounds are a regression guard, not the goal: a
+  1.3 s (the bimodal start described in Documentation/results/log.rst,
+  "The loss matrix"), so the bounds are a regression guard, not the goal: a
   Copa that ignores loss retransmitted 131% there (issue 10's table),
   70x cubic's.
 - policer_removed: the 4 Mbit/s link; the policer is removed 10 s into a
