@@ -2,7 +2,7 @@
 #
 # Out-of-tree build of tcp_copa.ko and tcp_copa_policer.ko.
 #
-#   make                  build against KDIR
+#   make                  build for the running kernel, or for KDIR=
 #   make install          modules_install + depmod (run as root)
 #   make uninstall        remove what make install installed, then depmod
 #   make deb              Debian packages tcp-copa-dkms and copa-tools (deb/)
@@ -16,37 +16,53 @@
 #   make bpf              the BPF struct_ops build (bpf/, see Documentation/bpf.rst)
 #   make fuzz             fuzz the algorithm for FUZZ_SECS (60) s (tests/fuzz)
 #
-# KDIR defaults to the running kernel's build tree and falls back to the
-# headers of the kernel the VM boots (scripts/vm-kernel), so the modules
-# build on a host that cannot load them.
+# KDIR is the kernel build tree, by default the running kernel's
+# (/lib/modules/$(uname -r)/build, from its headers package); KVER, the
+# release make install and make uninstall work on, is KDIR's. A missing
+# KDIR stops the build: it never builds for a kernel other than the one
+# asked for. The targets that boot the VM (demo, check, bench,
+# bench-ablation, matrix) and make lint build for their kernels
+# themselves, which scripts/deps and scripts/kernels fetch into
+# ${COPA_CACHE:-~/.cache/copa}, not onto the host.
 
 ifneq ($(KDIR),)
 KVER ?= $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 else
 KVER ?= $(shell uname -r)
-ifeq ($(wildcard /lib/modules/$(KVER)/build/Makefile),)
-KVER := $(shell scripts/vm-kernel 2>/dev/null)
-endif
 KDIR := /lib/modules/$(KVER)/build
 endif
 
 all: modules
 
-modules:
+modules: kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
-clean:
+clean: kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C bpf clean
 
+# Stop, saying what to install, when KDIR is not a kernel build tree.
+kdir:
+ifeq ($(origin KDIR),file)
+	@test -f $(KDIR)/Makefile || { \
+	echo "No headers for kernel $(KVER): $(KDIR) is missing."; \
+	echo "Install them (Debian: apt install linux-headers-$(KVER)),"; \
+	echo "or build for another kernel with make KDIR=its-build-tree."; \
+	exit 1; } >&2
+else
+	@test -f $(KDIR)/Makefile || { \
+	echo "KDIR=$(KDIR) is not a kernel build tree (it has no Makefile)." >&2; \
+	exit 1; }
+endif
+
+# INSTALL_MOD_PATH is honoured as by modules_install, by depmod too.
+DEPMOD ?= depmod
 install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
-	depmod -a $(KVER)
+	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KVER)
 
 # make install puts the modules in extra/ or updates/ (the kernel's
 # INSTALL_MOD_DIR default changed), perhaps compressed: remove any of them.
-# INSTALL_MOD_PATH is honoured as by modules_install.
-DEPMOD ?= depmod
 COPA_MODULES := tcp_copa tcp_copa_policer
 uninstall:
 	rm -f $(foreach d,extra updates $(INSTALL_MOD_DIR),$(foreach m,$(COPA_MODULES),\
@@ -87,6 +103,6 @@ fuzz:
 	scripts/deps fuzz
 	$(MAKE) -C tests/fuzz check
 
-.PHONY: all modules clean install demo check bench bench-ablation lint
+.PHONY: all modules kdir clean install demo check bench bench-ablation lint
 .PHONY: matrix bpf fuzz
 .PHONY: uninstall deb htmldocs

@@ -12,7 +12,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 def test_guest_command_survives_quotes_and_spaces(tmp_path):
     repo = tmp_path / "it's a repo"
     (repo / "scripts").mkdir(parents=True)
-    for name in ("vm-run", "deps", "vm-kernel"):
+    for name in ("vm-run", "deps", "vm-kernel", "kernels"):
         shutil.copy(os.path.join(ROOT, "scripts", name), repo / "scripts")
     env = dict(os.environ, COPA_ACCEL="tcg")   # no KVM probe boot
     proc = subprocess.run(
