@@ -5,6 +5,9 @@
 #   make                  build for the running kernel, or for KDIR=
 #   make install          modules_install + depmod (run as root)
 #   make uninstall        remove what make install installed, then depmod
+#   make dkms-install     copy DKMS_FILES to /usr/src/tcp-copa-VERSION,
+#                         dkms add, build and install them (run as root)
+#   make dkms-uninstall   dkms remove from every kernel, delete the copy
 #   make deb              Debian packages tcp-copa-dkms and copa-tools (deb/)
 #   make htmldocs         Documentation/*.rst with Sphinx, warnings as errors
 #   make demo             boot a VM, compare copa with cubic and bbr
@@ -31,6 +34,15 @@ else
 KVER ?= $(shell uname -r)
 KDIR := /lib/modules/$(KVER)/build
 endif
+VERSION := $(shell cat VERSION)
+
+# What DKMS needs to build the modules (besides dkms.conf, which the
+# Debian package writes itself): make dkms-install and debian/rules copy
+# these.
+DKMS_FILES := Kbuild Makefile VERSION \
+	$(filter-out %.mod.c,$(wildcard tcp_copa*.c tcp_copa*.h))
+DKMS_SRC := /usr/src/tcp-copa-$(VERSION)
+DKMS ?= dkms
 
 all: modules
 
@@ -70,6 +82,28 @@ uninstall:
 		$(INSTALL_MOD_PATH)/lib/modules/$(KVER)/$(d)/$(m)$(z))))
 	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KVER)
 
+# DKMS builds the modules for this kernel now and for each one installed
+# later. -k $(KVER) as for make install.
+dkms-install: kdir
+	@command -v $(DKMS) >/dev/null || { \
+	echo "No $(DKMS): install it (Debian: apt install dkms)" >&2; exit 1; }
+	@! $(DKMS) status -m tcp-copa -v $(VERSION) | grep -q . || { \
+	echo "tcp-copa/$(VERSION) is in DKMS already: make dkms-uninstall first" >&2; \
+	exit 1; }
+	install -d $(DKMS_SRC)
+	install -m 644 dkms.conf $(DKMS_FILES) $(DKMS_SRC)/
+	$(DKMS) add -m tcp-copa -v $(VERSION)
+	$(DKMS) build -m tcp-copa -v $(VERSION) -k $(KVER)
+	$(DKMS) install -m tcp-copa -v $(VERSION) -k $(KVER)
+
+dkms-uninstall:
+	! $(DKMS) status -m tcp-copa -v $(VERSION) | grep -q . || \
+		$(DKMS) remove -m tcp-copa -v $(VERSION) --all
+	rm -rf $(DKMS_SRC)
+
+print-%:
+	@echo $($*)
+
 deb:
 	scripts/mkdeb
 
@@ -105,4 +139,4 @@ fuzz:
 
 .PHONY: all modules kdir clean install demo check bench bench-ablation lint
 .PHONY: matrix bpf fuzz
-.PHONY: uninstall deb htmldocs
+.PHONY: uninstall dkms-install dkms-uninstall deb htmldocs
