@@ -28,7 +28,8 @@ def test_guest_command_survives_quotes_and_spaces(tmp_path):
     seen = seen.decode().split("\0")[:-1]
     assert seen[0] == str(repo / "scripts" / "vm-run")
     assert seen[1:2] == ["--in-guest"]
-    assert seen[3:] == ["1", "0"]    # load, install (--no-modules)
+    assert seen[3:5] == ["1", "0"]   # load, install (--no-modules)
+    assert seen[5].endswith("/root")  # the kernel root, its boot/ on /boot
 
 
 def test_guest_panic_is_reported_with_its_console():
