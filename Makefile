@@ -12,7 +12,7 @@
 #   make htmldocs         Documentation/*.rst with Sphinx, warnings as errors
 #   make demo             boot a VM, compare copa with cubic and bbr
 #   make check            build, unit tests and the VM test suite
-#   make bench            the fixed benchmark set (scripts/copa-eval)
+#   make bench            the fixed benchmark set (copa-eval --vm bench)
 #   make bench-ablation   the ablation set on builds without each mechanism
 #   make lint             checkpatch --strict, sparse, W=1
 #   make matrix           build and smoke-test on every supported kernel

@@ -2,7 +2,7 @@
 /*
  * Copa's tunables and modes, each written here once. The modules
  * (tcp_copa.c, tcp_copa_policer.c), the algorithm (tcp_copa_algo.h), the
- * BPF build (bpf/copa_bpf.h) and the Python tools (copa_eval.params, for
+ * BPF build (bpf/copa_bpf.h) and the Python tools (copa_tools.params, for
  * copa-eval's variants, copa-bpf and copa-diag) all read this file.
  *
  * The tools parse it strictly: a table is "#define NAME(X)" followed by

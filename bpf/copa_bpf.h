@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Layouts shared by tcp_copa.bpf.c (the congestion controls), the
- * example sock_ops program copa_sockops.bpf.c and scripts/copa-bpf,
- * which writes and reads these maps from user space. All fields are
+ * example sock_ops program copa_sockops.bpf.c and copa-bpf, which
+ * writes and reads these maps from user space. All fields are
  * host-endian u32 unless said otherwise.
  */
 #ifndef _COPA_BPF_H
@@ -11,7 +11,7 @@
 /*
  * The tunables, their ranges and built-in defaults are tcp_copa_params.h's,
  * the modules' own: the structs below have one u32 per tunable, in the
- * table's order, and scripts/copa-bpf reads the same table. delta is in
+ * table's order, and copa-bpf reads the same table. delta is in
  * thousandths (500 is 0.5).
  */
 #include "../tcp_copa_params.h"
@@ -129,6 +129,6 @@ struct copa_flow {
 	u64	updates;	/* refreshes since the flow started */
 };
 
-/* Counters in the .bss of each object (see scripts/copa-bpf stats). */
+/* Counters in the .bss of each object (see copa-bpf stats). */
 
 #endif /* _COPA_BPF_H */

@@ -41,8 +41,8 @@ char _license[] SEC("license") = "GPL";
 #define COPA_AF_INET			2
 
 /*
- * Defaults for new connections, tcp_copa_params.h's; scripts/copa-bpf
- * set changes them.
+ * Defaults for new connections, tcp_copa_params.h's; copa-bpf set
+ * changes them.
  */
 #define COPA_BPF_DEFAULT(id, name, min, max, milli, def, desc)	.name = (def),
 struct copa_bpf_defaults copa_defaults SEC(".data.params") = {

@@ -38,6 +38,10 @@ import traceback
 KSFT_PASS, KSFT_FAIL, KSFT_SKIP = 0, 1, 4
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 SETCC = os.path.join(TESTS_DIR, "setcc")
+# The venv's programs: scripts/deps makes it and installs this tree's
+# tools there (copa-eval, copa-diag, copa-bpf).
+VENV_BIN = os.path.join(os.environ.get("COPA_CACHE") or os.path.expanduser(
+    "~/.cache/copa"), "venv", "bin")
 
 
 class KsftFailEx(Exception):

@@ -5,7 +5,7 @@
     make -C tests/model ablation
 
 Builds the model once per mechanism compiled out (COPA_ABLATE, the
-COPA_MECH_* of tcp_copa_algo.h, copa_eval.mechanisms), runs each over the
+COPA_MECH_* of tcp_copa_algo.h, copa_tools.mechanisms), runs each over the
 loss links ("model losses") and the test cases, and prints one Markdown
 table: utilisation / retransmitted per link for default copa, and the
 cases each build fails.
@@ -17,8 +17,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-from copa_eval import mechanisms  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+from copa_tools import mechanisms  # noqa: E402
 
 MECHS = [(0, "all")] + [(m.mask, f"no {m.name}") for m in mechanisms.load()]
 LINE = re.compile(r"(.*?)\s+copa\s+util ([\d.]+).*retrans\s+([\d.]+)%")

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Helpers for the native (host kernel) tests and scripts/bpf-bench: veth
-namespaces, iperf3, dmesg (copa_eval.kernel_log says which lines fail a
+namespaces, iperf3, dmesg (copa_tools.kernel_log says which lines fail a
 test); copa-bpf and the checks of kernel, BTF and
-build tools are copa_eval.bpf's. Every address used is inside the
+build tools are copa_tools.bpf's. Every address used is inside the
 namespaces created here (198.18.0.0/15, the benchmarking range)."""
 import json
 import os
@@ -12,9 +12,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from copa_eval import bpf, kernel_log, params  # noqa: E402,F401
-from copa_eval.bpf import copa_bpf  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from copa_tools import bpf, kernel_log, params  # noqa: E402,F401
+from copa_tools.bpf import copa_bpf  # noqa: E402
 
 CGROUP2 = next((p for p in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
                 if os.path.exists(os.path.join(p, "cgroup.subtree_control"))),
@@ -31,7 +31,7 @@ def run(*cmd, check=True, **kw):
 
 def struct_ops_unavailable():
     """None if this host can run BPF struct_ops congestion controls, else
-    the reason: root, copa_eval.bpf's checks (kernel, BTF, build tools),
+    the reason: root, copa_tools.bpf's checks (kernel, BTF, build tools),
     the tools the flows use and the kernel's struct_ops."""
     if os.geteuid() != 0:
         return "needs root"

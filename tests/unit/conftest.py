@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Make scripts/ importable: the harness lives in scripts/copa_eval."""
+"""Test this tree's tools (tools/copa_tools), whatever work tree the
+venv's editable install came from."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
-                                "scripts"))
+TOOLS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..",
+                                     "tools"))
+sys.path.insert(0, TOOLS)
 
 import importlib.util  # noqa: E402
 

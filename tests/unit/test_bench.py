@@ -2,8 +2,8 @@
 """The bench set (bench.toml): entry fields, repeats and clear errors."""
 import pytest
 
-from copa_eval import cli
-from copa_eval.scenarios import ScenarioError
+from copa_tools.eval import cli
+from copa_tools.eval.scenarios import ScenarioError
 
 
 def plan_of(tmp_path, text):
@@ -45,7 +45,7 @@ def test_shipped_bench_has_the_random_policers_of_issue_32():
 
 
 def test_shipped_bench_fits_in_about_90_minutes():
-    from copa_eval import runner
+    from copa_tools.eval import runner
     # per run: its duration plus ~15 s of set-up and teardown under TCG
     # (an upper bound: the 53-minute estimate of 2026-11-23 took 44, the
     # 75-minute one 63 on 2026-11-26); issue 32's random policers add 12

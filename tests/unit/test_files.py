@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Atomic writes and the corrupt-manifest error (copa_eval.files)."""
+"""Atomic writes and the corrupt-manifest error (copa_tools.files)."""
 import json
 import os
 
 import pytest
+from conftest import TOOLS
 
-from copa_eval import cli, files, runner
+from copa_tools import files
+from copa_tools.eval import cli, runner
 
 
 def test_write_atomic_replaces_and_leaves_no_temporary(tmp_path):
@@ -50,7 +52,7 @@ def test_report_of_a_corrupt_manifest_is_a_clean_error(tmp_path, capsys):
 
 
 def test_prepare_writes_the_manifest_atomically(tmp_path, monkeypatch):
-    from copa_eval import scenarios
+    from copa_tools.eval import scenarios
     scenario = scenarios.load("demo", [])
     written = []
     real = files.write_atomic
@@ -70,7 +72,7 @@ def test_prepare_refuses_another_revisions_results(tmp_path, monkeypatch):
     """A results directory resumes only at the revision that measured it:
     a bench resumed after a commit reported the old code's runs under the
     new revision."""
-    from copa_eval import scenarios
+    from copa_tools.eval import scenarios
     scenario = scenarios.load("demo", [])
     monkeypatch.setattr(runner, "git_revision", lambda: "aaaaaaa")
     runner.prepare(scenario, str(tmp_path), "test")
@@ -108,11 +110,10 @@ def test_private_dir_distrusts_open_or_linked_dirs(tmp_path):
 def test_copa_eval_sets_a_private_matplotlib_dir(tmp_path):
     import subprocess
     import sys
-    script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts",
-                          "copa-eval")
     env = {k: v for k, v in os.environ.items() if k != "MPLCONFIGDIR"}
     env["TMPDIR"] = str(tmp_path)
-    subprocess.run([sys.executable, script, "--version"], env=env,
-                   check=True, capture_output=True)
+    env["PYTHONPATH"] = TOOLS
+    subprocess.run([sys.executable, "-m", "copa_tools.eval", "--version"],
+                   env=env, check=True, capture_output=True)
     made = tmp_path / f"copa-eval-matplotlib-{os.getuid()}"
     assert made.is_dir() and os.stat(made).st_mode & 0o777 == 0o700

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from copa_eval import households as hh
+from copa_tools.eval import households as hh
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures",
                        "households.csv")

@@ -2,8 +2,8 @@
 """The lab's link arithmetic and qdisc layout, checked without root."""
 import pytest
 
-from copa_eval import lab
-from copa_eval.lab import Flow, Link, LinkError, Topology
+from copa_tools.eval import lab
+from copa_tools.eval.lab import Flow, Link, LinkError, Topology
 
 
 def test_buffer_sizes():
@@ -95,7 +95,7 @@ def test_flow_duration_defaults_to_the_rest_of_the_run():
 def test_a_drawn_policer_reaches_tc(monkeypatch):
     # scenarios' random_links draw policer_burst as an integer: the Link
     # takes whole bytes only, as tc police does
-    from copa_eval import scenarios
+    from copa_tools.eval import scenarios
     monkeypatch.setattr(lab.topology, "kernel_hz", lambda: 250)
     case = scenarios.load("policer-random").cases[0]
     link = Link(**case.link)

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-"""copa_eval.mechanisms: the COPA_MECH_* defines, read from the header."""
+"""copa_tools.mechanisms: the COPA_MECH_* defines, read from the header."""
 
 import pytest
-from copa_eval import mechanisms
+from copa_tools import mechanisms
 
 
 def test_shipped_header_lists_the_mechanisms():

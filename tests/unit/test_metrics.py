@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from copa_eval import metrics
+from copa_tools.eval import metrics
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 

@@ -1,8 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The inet_diag decoder that scripts/copa-diag and the harness share
-(copa_eval.netlink): malformed messages are refused, not looped on."""
-import importlib.machinery
-import importlib.util
+"""The inet_diag decoder that copa-diag and the harness share
+(copa_tools.netlink): malformed messages are refused, not looped on."""
 import os
 import socket
 import struct
@@ -10,22 +8,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import TOOLS
 
-from copa_eval import netlink
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-COPA_DIAG = os.path.join(ROOT, "scripts", "copa-diag")
-
-
-def load_copa_diag():
-    loader = importlib.machinery.SourceFileLoader("copa_diag", COPA_DIAG)
-    spec = importlib.util.spec_from_loader("copa_diag", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-copa_diag = load_copa_diag()
+from copa_tools import diag_cli as copa_diag
+from copa_tools import netlink
 
 
 def nlmsg(typ, body, seq=1, length=None):
@@ -120,6 +106,7 @@ def test_ipv6_addresses():
 
 def test_copa_diag_runs():
     """The real dump in this namespace works (no Copa sockets needed)."""
-    proc = subprocess.run([sys.executable, COPA_DIAG, "--all", "--json"],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run([sys.executable, "-m", "copa_tools.diag_cli",
+                           "--all", "--json"], capture_output=True, text=True,
+                          timeout=30, env=dict(os.environ, PYTHONPATH=TOOLS))
     assert proc.returncode == 0, proc.stderr

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """tcp_copa_params.h, the one table of tunables and modes: the C
-compiler and copa_eval.params read the same facts from it, the tools take
-theirs from copa_eval.params (a range changed in the table changes what
+compiler and copa_tools.params read the same facts from it, the tools take
+theirs from copa_tools.params (a range changed in the table changes what
 they accept), the parser refuses what it does not know, and the packages
 ship the header wherever something includes it."""
 import errno
@@ -16,8 +16,9 @@ import sys
 
 import pytest
 
-from copa_eval import bpf as copa_eval_bpf
-from copa_eval import kernel_log, params, variants
+from copa_tools import bpf as copa_bpf
+from copa_tools import kernel_log, params
+from copa_tools.eval import variants
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GROUPS = ("tcp_copa", "tcp_copa_policer", "bpf")
@@ -90,9 +91,16 @@ def test_table_content():
     assert p.mode("policed") == 4
 
 
-def load_script(name, path=None):
-    """Import scripts/<name> (no .py) as a fresh module."""
-    path = path or os.path.join(ROOT, "scripts", name)
+def load_fresh(name):
+    """A fresh copy of the module @name: it reads the table anew."""
+    spec = importlib.util.find_spec(name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_script(name, path):
+    """Import the script at @path (no .py) as a fresh module."""
     loader = importlib.machinery.SourceFileLoader(
         name.replace("-", "_") + "_under_test", path)
     spec = importlib.util.spec_from_loader(loader.name, loader)
@@ -140,7 +148,7 @@ def test_variants_read_the_table(changed_table, monkeypatch):
 
 
 def test_copa_bpf_reads_the_table(changed_table, monkeypatch):
-    tool = load_script("copa-bpf")
+    tool = load_fresh("copa_tools.bpf_cli")
     assert tool.parse_value("delta", "0.5") == 500
     with pytest.raises(tool.Error) as e:
         tool.parse_value("delta", "0.6")
@@ -155,11 +163,12 @@ def test_copa_bpf_reads_the_table(changed_table, monkeypatch):
     assert tool.SET_BITS == {"delta": 1, "competitive": 2,
                              "loss_reaction": 4}
     monkeypatch.undo()
-    assert load_script("copa-bpf").parse_value("delta", "0.6") == 600
+    assert load_fresh("copa_tools.bpf_cli").parse_value("delta", "0.6") \
+        == 600
 
 
 def test_copa_diag_reads_the_table(changed_table):
-    assert load_script("copa-diag").MODES[4] == "held"
+    assert load_fresh("copa_tools.diag_cli").MODES[4] == "held"
 
 
 def strict(tmp_path, old, new, count=1):
@@ -237,13 +246,13 @@ def test_table_is_shipped():
     tools = {f for line in re.findall(r"install -m 644 (.*) \$\(TOOLS\)/\n",
                                       rules) for f in line.split()}
     assert needed <= tools
-    assert needed <= set(copa_eval_bpf.TOP_HEADERS)
+    assert needed <= set(copa_bpf.TOP_HEADERS)
     makefile = open(os.path.join(ROOT, "bpf", "Makefile")).read()
     assert all(f"../{h}" in makefile for h in needed)
 
 
 def test_kernel_log_is_one_pattern():
-    """tests/run-vm and the native tests read copa_eval.kernel_log; it
+    """tests/run-vm and the native tests read copa_tools.kernel_log; it
     catches the policy's words and an oops without them."""
     run_vm = load_script("run-vm", os.path.join(ROOT, "tests", "run-vm"))
     assert run_vm.kernel_log is kernel_log

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import TOOLS
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -64,9 +65,9 @@ def test_dkms_kernel_range(kernel, ok):
 
 
 def test_copa_eval_version():
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts",
-                                                       "copa-eval"),
+    out = subprocess.run([sys.executable, "-m", "copa_tools.eval",
                           "--version"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=TOOLS),
                          check=True).stdout
     assert out.strip() == f"copa-eval {VERSION}"
 

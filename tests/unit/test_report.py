@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from conftest import HAVE_MATPLOTLIB, needs_matplotlib
-from copa_eval import report
+from copa_tools.eval import report
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -76,7 +76,7 @@ def test_group_summary_takes_medians():
 
 @needs_matplotlib
 def test_plots_of_households_and_time_series(tmp_path):
-    from copa_eval import plots
+    from copa_tools.eval import plots
     rows = [{"role": "variant", "group": group, "variant": variant,
              "case": f"unit{i}-down", "repeat": 1, "utilisation": 0.5 + i / 10,
              "qdelay_mean_ms": 10.0 * (i + 1)}
@@ -93,32 +93,20 @@ def test_plots_of_households_and_time_series(tmp_path):
         assert (tmp_path / name).stat().st_size > 10000
 
 
-def test_readme_splice_replaces_only_the_bench_section():
-    from copa_eval import cli
-    text = (f"# Copa\nintro\n{cli.README_BEGIN}\nold table\n"
-            f"{cli.README_END}\nrest\n")
-    out = cli.splice_readme(text, "new table\n")
-    assert out == (f"# Copa\nintro\n{cli.README_BEGIN}\nnew table\n"
-                   f"{cli.README_END}\nrest\n")
-    assert cli.splice_readme(out, "new table\n") == out
-
-
-def test_readme_splice_needs_both_markers():
-    from copa_eval import cli
-    with pytest.raises(ValueError, match="bench"):
-        cli.splice_readme(f"{cli.README_END}\n{cli.README_BEGIN}\n", "x")
-    with pytest.raises(ValueError, match="bench"):
-        cli.splice_readme("no markers\n", "x")
-
-
-def test_readme_has_the_bench_section():
-    from copa_eval import cli
-    with open(cli.README) as f:
-        cli.splice_readme(f.read(), "x\n")
+def test_bench_publishes_the_document_only(tmp_path):
+    """The bench writes its document; the README's headline table is
+    updated by hand."""
+    from copa_tools.eval import cli
+    (tmp_path / "bench.md").write_text("tables\n")
+    (tmp_path / "summary.md").write_text("summary\n")
+    doc = tmp_path / "doc" / "bench.md"
+    cli.publish(str(tmp_path), str(doc))
+    assert doc.read_text() == "tables\n"
+    assert sorted(os.listdir(tmp_path)) == ["bench.md", "doc", "summary.md"]
 
 
 def test_bench_summary_keeps_text_columns():
-    from copa_eval import cli
+    from copa_tools.eval import cli
     rows = [{"scenario": "loss", "case": "loss_pct=1", "variant": "copa",
              "throughput / cubic": 2.5, "retrans / cubic": None}]
     text = cli.summary_markdown("head", rows)
@@ -126,7 +114,7 @@ def test_bench_summary_keeps_text_columns():
 
 
 def test_bench_span_covers_every_run():
-    from copa_eval import cli
+    from copa_tools.eval import cli
     records = [{"started": "2026-01-01T10:30:00", "wall_s": 40},
                {"started": "2026-01-01T10:00:00", "wall_s": 20}]
     assert cli.runs_span_s(records) == 30 * 60 + 40
@@ -216,7 +204,7 @@ def test_household_rows_put_backlog_beside_srtt_and_show_the_floor():
 
 
 def test_report_frame_size_is_the_labs():
-    from copa_eval import lab
+    from copa_tools.eval import lab
     assert report.FRAME_BYTES == lab.FRAME_BYTES
 
 
@@ -241,7 +229,7 @@ def _policed_outdir(tmp_path):
                            policer_mbit=6.09, policer_burst=44738),
              "link1": dict(rate_mbit=23.23, rtt_ms=133.45, buffer_bdp=1.8,
                            policer_mbit=2.32, policer_burst=62869)}
-    from copa_eval.lab import Link
+    from copa_tools.eval.lab import Link
     run = json.load(open(os.path.join(FIXTURES, "run.json")))
     flow = json.load(open(os.path.join(FIXTURES, "flow-copa.json")))
     for seq, ((case, variant), (mbit, retrans)) in enumerate(
@@ -306,7 +294,7 @@ def test_drawn_links_and_policer_goals(tmp_path):
 
 
 def test_bench_section_and_summary_carry_links_and_goals(tmp_path):
-    from copa_eval import cli, scenarios
+    from copa_tools.eval import cli, scenarios
     outdir = _policed_outdir(tmp_path)
     records, rows, agg = report.write_reports(outdir, plot=False)
     ratios = report.headline_ratios(agg)

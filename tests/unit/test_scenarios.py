@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from copa_eval import scenarios
-from copa_eval.scenarios import ScenarioError
+from copa_tools.eval import scenarios
+from copa_tools.eval.scenarios import ScenarioError
 
 BASE = """
 description = "test"
@@ -33,12 +33,12 @@ def test_shipped_scenarios_validate(name):
 
 
 def test_bench_set_validates():
-    from copa_eval import cli
+    from copa_tools.eval import cli
     assert len(cli.bench_plan()) >= 8
 
 
 def test_ablation_set_validates_and_runs_only_copa():
-    from copa_eval import cli
+    from copa_tools.eval import cli
     plan = cli.bench_plan(os.path.join(scenarios.SCENARIO_DIR,
                                        "ablation.toml"))
     assert {v.cc for s in plan for v in s.variants} <= \
@@ -155,7 +155,7 @@ def test_bad_measure_from_s_names_the_field(tmp_path, overrides, needle):
 
 
 def test_large_bdp_scenario_is_a_2000_packet_bdp():
-    from copa_eval.lab import FRAME_BYTES, Link
+    from copa_tools.eval.lab import FRAME_BYTES, Link
     s = scenarios.load("large-bdp")
     (case,) = s.cases
     link = Link(**case.link)

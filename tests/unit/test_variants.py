@@ -4,7 +4,7 @@ ranges are tcp_copa_params.h's; test_params.py checks that variants read
 them from there."""
 import pytest
 
-from copa_eval.variants import VariantError, parse_variant, parse_variants
+from copa_tools.eval.variants import VariantError, parse_variant, parse_variants
 
 
 def test_plain_algorithms():

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from copa_eval import cli
+from copa_tools.eval import cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_VM_RUN = textwrap.dedent("""\
@@ -31,7 +31,7 @@ FAKE_VM_RUN = textwrap.dedent("""\
 DRIVER = textwrap.dedent("""\
     import sys
     sys.path.insert(0, sys.argv[1])
-    from copa_eval import cli
+    from copa_tools.eval import cli
     cli.VM_RUN = sys.argv[2]
     cli.prime_font_cache = lambda: None
     sys.exit(cli.main(["--vm", "run", "demo", "--out", sys.argv[3],
@@ -47,7 +47,7 @@ def test_interrupted_vm_run_leaves_nothing(tmp_path, signum):
     env = dict(os.environ, STATE=str(tmp_path))
     driver = subprocess.Popen(
         [sys.executable, "-c", DRIVER, os.path.join(HERE, "..", "..",
-                                                    "scripts"),
+                                                    "tools"),
          str(fake), str(tmp_path / "out")], env=env,
         stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
@@ -68,7 +68,7 @@ def test_interrupted_vm_run_leaves_nothing(tmp_path, signum):
 
 
 def test_vm_timeout_follows_the_plan():
-    from copa_eval import scenarios
+    from copa_tools.eval import scenarios
     demo = scenarios.load("demo", ["duration_s=10"])
     runs = len(cli.runner.plan(demo))
     assert cli.vm_timeout_s([demo]) == cli.VM_BOOT_S + runs * (

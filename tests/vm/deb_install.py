@@ -17,8 +17,9 @@ the ones DKMS built. Checks: both packages install together (no file in
 both; tcp-copa-dkms's postinst: dkms add, build, install), the modules
 land in updates/dkms with VERSION as their version, modprobe tcp_copa
 works, copa is selected through the sysctl for a new connection, the
-packaged copa-eval (/usr/bin) runs and lists the scenarios of the source
-tree, the packaged copa-bpf (/usr/sbin) builds the BPF objects from the
+packaged copa-eval (/usr/bin, the entry point of the package installed
+in /usr/lib/python3/dist-packages) runs and lists the scenarios of the
+source tree (the venv's copa-eval), the packaged copa-bpf (/usr/sbin) builds the BPF objects from the
 sources copa-tools ships into /var/lib/copa-tools/bpf, registers
 bpf_copa, which a socket then runs, and unregisters it, and dpkg -P of
 both removes the modules, the tools and copa-bpf's objects again.
@@ -29,19 +30,20 @@ import json
 import os
 import sys
 
-from ksft import (KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_in, ksft_pr,
-                  ksft_run, ksft_true, module_loaded, setcc, sysctl_saved,
-                  sysctl_set, unload_copa)
+from ksft import (VENV_BIN, KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_in,
+                  ksft_pr, ksft_run, ksft_true, module_loaded, setcc,
+                  sysctl_saved, sysctl_set, unload_copa)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 VERSION = open(os.path.join(ROOT, "VERSION")).read().strip()
 DEBS = [os.path.join(ROOT, "deb", f"{pkg}_{VERSION}_all.deb")
         for pkg in ("tcp-copa-dkms", "copa-tools")]
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from copa_eval import bpf  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from copa_tools import bpf  # noqa: E402
 
 EVAL = "/usr/bin/copa-eval"
+PACKAGE = "/usr/lib/python3/dist-packages/copa_tools"
 COPA_BPF = "/usr/sbin/copa-bpf"
 BPF_STATE = "/var/lib/copa-tools"
 MODDIR = f"/lib/modules/{os.uname().release}"
@@ -83,8 +85,7 @@ def dpkg_install_modprobe_select_eval_bpf_purge():
     ksft_eq(cmd([EVAL, "--version"]).stdout.strip(), f"copa-eval {VERSION}")
     listed = cmd([EVAL, "list"]).stdout
     ksft_pr(f"{EVAL} list:\n{listed}")
-    ksft_eq(listed, cmd([os.path.join(ROOT, "scripts", "copa-eval"),
-                         "list"]).stdout,
+    ksft_eq(listed, cmd([os.path.join(VENV_BIN, "copa-eval"), "list"]).stdout,
             "the packaged copa-eval lists the source tree's scenarios")
 
     packaged_bpf_build()
@@ -93,7 +94,7 @@ def dpkg_install_modprobe_select_eval_bpf_purge():
     cmd(["dpkg", "-P", "tcp-copa-dkms", "copa-tools"], timeout=600)
     left = glob.glob(f"{MODDIR}/updates/dkms/tcp_copa*")
     ksft_eq(left, [], "dpkg -P removes the modules")
-    for path in (EVAL, COPA_BPF, BPF_STATE):
+    for path in (EVAL, COPA_BPF, PACKAGE, BPF_STATE):
         ksft_true(not os.path.lexists(path), f"dpkg -P removes {path}")
 
 

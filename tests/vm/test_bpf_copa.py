@@ -6,8 +6,8 @@ The guest builds bpf/tcp_copa.bpf.o against its own kernel's BTF
 (/sys/kernel/btf/vmlinux; the Makefile reads the cong_control signature
 and the tx-start hook from it), in a scratch copy of bpf/ and
 tcp_copa_algo.h (the repository is read-only in the guest), registers it
-with scripts/copa-bpf (bpftool struct_ops register), all through
-copa_eval.bpf as copa-eval's lab does for a bpf_copa flow, and then:
+with copa-bpf (bpftool struct_ops register), all through
+copa_tools.bpf as copa-eval's lab does for a bpf_copa flow, and then:
 
 - bpf_and_module_alike: one bpf_copa flow and, in a second run, one flow
   of the module's copa on a 12 Mbit/s, 40 ms link with a 2 BDP FIFO.
@@ -35,10 +35,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")]
+sys.path[:0] = [os.path.join(ROOT, "tools"), os.path.join(ROOT, "tests")]
 
-from copa_eval import bpf  # noqa: E402
-from copa_eval.lab import Flow, Link  # noqa: E402
+from copa_tools import bpf  # noqa: E402
+from copa_tools.eval.lab import Flow, Link  # noqa: E402
 from ksft import KsftSkipEx, ksft_eq, ksft_ge, ksft_pr, \
     ksft_run  # noqa: E402
 from test_copa_link import run_once, throughput  # noqa: E402
@@ -52,7 +52,7 @@ GOODPUT_TOL = 0.10              # |bpf / module - 1|
 
 def build_and_register():
     """Build against this kernel's BTF and register both names, once
-    (copa_eval.bpf); skip where the BPF build cannot run."""
+    (copa_tools.bpf); skip where the BPF build cannot run."""
     why = bpf.unsupported_reason()
     if why:
         raise KsftSkipEx(why)

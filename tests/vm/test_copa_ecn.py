@@ -37,8 +37,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_copa_link import Flow, Link, run_once  # noqa: E402
-from copa_eval.lab import BASE_CPORT, write_sysctls  # noqa: E402
-from copa_eval import metrics, params  # noqa: E402
+from copa_tools.eval.lab import BASE_CPORT, write_sysctls  # noqa: E402
+from copa_tools import params  # noqa: E402
+from copa_tools.eval import metrics  # noqa: E402
 from ksft import cmd, copa_recorded, ksft_ge, ksft_pr, ksft_run  # noqa: E402
 
 RUN_S = 20

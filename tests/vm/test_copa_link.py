@@ -3,7 +3,7 @@
 """Copa on emulated links: competitive mode against CUBIC, random loss.
 
 Runs in the project VM (tests/run-vm) with tcp_copa loaded; each flow is an
-iperf3 flow of scripts/copa_eval/lab sampled through sock_diag.
+iperf3 flow of copa_tools.eval.lab sampled through sock_diag.
 
 - competitive: one copa and one cubic flow share a 12 Mbit/s, 40 ms link
   with a 2 BDP FIFO. With competitive mode on (the default) copa gets at
@@ -40,9 +40,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")]
+sys.path[:0] = [os.path.join(ROOT, "tools"), os.path.join(ROOT, "tests")]
 
-from copa_eval.lab import Flow, Link, run  # noqa: E402
+from copa_tools.eval.lab import Flow, Link, run  # noqa: E402
 from ksft import KsftFailEx, copa_traced, ksft_ge, ksft_pr, \
     ksft_run  # noqa: E402
 

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_copa_link import Flow, Link, run_once, throughput  # noqa: E402
 from ksft import ksft_ge, ksft_pr, ksft_run  # noqa: E402
-from copa_eval import params  # noqa: E402
+from copa_tools import params  # noqa: E402
 
 LOW_DELAY_LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=4)
 MIN_UTILISATION = 0.85

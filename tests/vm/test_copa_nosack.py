@@ -79,8 +79,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_copa_link import Flow, Link, run_and_report, \
     throughput  # noqa: E402
 from test_copa_undo import netstat  # noqa: E402
-from copa_eval import params  # noqa: E402
-from copa_eval.lab import BASE_CPORT, Topology, experiment, \
+from copa_tools import params  # noqa: E402
+from copa_tools.eval.lab import BASE_CPORT, Topology, experiment, \
     write_sysctls  # noqa: E402
 from ksft import KsftFailEx, copa_recorded, ksft_ge, ksft_pr, \
     ksft_run  # noqa: E402

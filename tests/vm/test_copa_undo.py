@@ -37,8 +37,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_copa_link import Flow, Link, run_once  # noqa: E402
-from copa_eval.lab import BASE_CPORT  # noqa: E402
-from copa_eval.netlink import in_netns  # noqa: E402
+from copa_tools.eval.lab import BASE_CPORT  # noqa: E402
+from copa_tools.netlink import in_netns  # noqa: E402
 from ksft import copa_recorded, ksft_ge, ksft_pr, ksft_run  # noqa: E402
 
 RUN_S = 20

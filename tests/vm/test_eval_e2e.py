@@ -4,7 +4,7 @@
 
 Runs in the project VM (root, netem, tcp_copa loaded). A two-run sweep
 (cubic and copa:delta=0.2, each sharing a 10 Mbit/s, 30 ms link with a
-cubic competitor for 6 s) is run through scripts/copa-eval into a scratch
+cubic competitor for 6 s) is run through the venv's copa-eval into a scratch
 directory, then run again to check that it resumes without redoing
 anything. About 40 s of VM time.
 
@@ -30,7 +30,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "tests")]
 
-from ksft import ksft_eq, ksft_ge, ksft_pr, ksft_run, ksft_true  # noqa: E402
+from ksft import (VENV_BIN, ksft_eq, ksft_ge, ksft_pr, ksft_run,  # noqa: E402
+                  ksft_true)
 
 SCENARIO = """
 description = "copa-eval end-to-end test"
@@ -49,12 +50,13 @@ RUN_FILES = ("run.json", "flow0.json", "flow1.json", "timeseries.png")
 SWEEP_FILES = ("manifest.json", "summary.csv", "summary.md", "scatter.png")
 IPERF_AGREEMENT = (0.7, 1.05)   # bytes_acked / iperf3 received bytes
 
+COPA_EVAL = os.path.join(VENV_BIN, "copa-eval")
 STATE = {}
 
 
 def copa_eval(*args):
-    proc = subprocess.run([os.path.join(ROOT, "scripts", "copa-eval")]
-                          + list(args), capture_output=True, text=True)
+    proc = subprocess.run([COPA_EVAL, *args], capture_output=True,
+                          text=True)
     for line in (proc.stdout + proc.stderr).splitlines()[-12:]:
         ksft_pr(line)
     ksft_eq(proc.returncode, 0, f"copa-eval {args[0]} exit status")

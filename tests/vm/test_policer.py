@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_copa_link import Flow, Link, overhead, print_series, \
     run_and_report, run_once, throughput  # noqa: E402
 from ksft import ksft_ge, ksft_pr, ksft_run  # noqa: E402
-from copa_eval import params  # noqa: E402
+from copa_tools import params  # noqa: E402
 
 POLICED_LINKS = {
     "4 of 20 Mbit/s": Link(rate_mbit=20, rtt_ms=40, buffer_bdp=1,

@@ -74,8 +74,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_copa_link import Flow, Link  # noqa: E402
-from copa_eval import netlink, params  # noqa: E402
-from copa_eval.lab import RECEIVER_ADDR, Topology  # noqa: E402
+from copa_tools import netlink, params  # noqa: E402
+from copa_tools.eval.lab import RECEIVER_ADDR, Topology  # noqa: E402
 from ksft import SETCC, KsftFailEx, bg, ksft_ge, ksft_pr, \
     ksft_run  # noqa: E402
 

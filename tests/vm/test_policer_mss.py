@@ -39,11 +39,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import test_copa_link  # noqa: E402,F401  (sys.path for copa_eval)
-from copa_eval.lab import RECEIVER_ADDR, Flow, Link, Topology  # noqa: E402
+import test_copa_link  # noqa: E402,F401  (sys.path for copa_tools)
+from copa_tools.eval.lab import RECEIVER_ADDR, Flow, Link, Topology  # noqa: E402
 from ksft import NetNS, SETCC, bg, cmd, copa_recorded, ksft_ge, ksft_pr, \
     ksft_run, setcc  # noqa: E402
-from copa_eval import metrics, params  # noqa: E402
+from copa_tools import params  # noqa: E402
+from copa_tools.eval import metrics  # noqa: E402
 
 RUN_S = 30
 PORT = 5301

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Every way of selecting copa, with cubic and bbr flows on the same link.
 
-One run of the lab (scripts/copa_eval/lab) on a 20 Mbit/s, 40 ms link
+One run of the lab (copa_tools.eval.lab) on a 20 Mbit/s, 40 ms link
 with a 2 BDP FIFO carries at once:
 
     flow 0  cubic  iperf3 -C cubic
@@ -20,7 +20,7 @@ the test adds copa to that list for the run, as an administrator would.
 The algorithm each flow ran with is observed from outside the sending
 process, through sock_diag (INET_DIAG_CONG): for the iperf3 flows by the
 lab's sampling of their data sockets (cc_observed, and copa's mode from its
-tcpvegas_info), for setcc by scripts/copa-diag's request and decoder on a
+tcpvegas_info), for setcc by copa-diag's request and decoder on a
 sock_diag socket in its namespace, every second while setcc sends, beside
 setcc's own getsockopt(TCP_CONGESTION). setcc must also move at least
 MIN_BYTES, and each lab flow LAB_MIN_BYTES (its share against the others
@@ -42,8 +42,6 @@ sampling loop takes early. The lab's cpu_busy and sampling lag are printed
 to tell such a run from a broken one.
 """
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import socket
@@ -54,10 +52,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")]
+sys.path[:0] = [os.path.join(ROOT, "tools"), os.path.join(ROOT, "tests")]
 
-from copa_eval import netlink, params  # noqa: E402
-from copa_eval.lab import Flow, Link, RECEIVER_ADDR, run  # noqa: E402,E501
+from copa_tools import diag_cli as copa_diag  # noqa: E402
+from copa_tools import netlink, params  # noqa: E402
+from copa_tools.eval.lab import Flow, Link, RECEIVER_ADDR, run  # noqa: E402,E501
 from ksft import SETCC, KsftFailEx, KsftSkipEx, ksft_eq, ksft_ge, ksft_in, \
     ksft_pr, ksft_run, sysctl_saved, sysctl_set  # noqa: E402
 
@@ -80,7 +79,6 @@ MIN_BYTES = 1 << 20
 # about two rounds at a window of 30 packets.
 LAB_MIN_BYTES = 1 << 18
 COPA_MODES = tuple(params.load().modes)  # tcpv_enabled of copa
-COPA_DIAG = os.path.join(ROOT, "scripts", "copa-diag")
 ALLOWED = "net.ipv4.tcp_allowed_congestion_control"
 
 
@@ -148,16 +146,6 @@ class SetccFlow:
                     proc.wait()
 
 
-def load_copa_diag():
-    """scripts/copa-diag as a module (the file has no .py suffix)."""
-    loader = importlib.machinery.SourceFileLoader("copa_diag", COPA_DIAG)
-    spec = importlib.util.spec_from_loader("copa_diag", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-copa_diag = load_copa_diag()
 
 
 def diag_sockets(sock):

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 
-from .. import netlink
+from ... import netlink
 from .config import LabError
 from .topology import RECEIVER_ADDR
 

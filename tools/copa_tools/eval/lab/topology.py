@@ -41,7 +41,7 @@ import socket
 import struct
 import subprocess
 
-from .. import bpf, netlink
+from ... import bpf, netlink
 from .config import FRAME_BYTES, LabError, Link, LinkError, fifo_bytes, \
     require
 

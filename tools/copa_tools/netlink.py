@@ -17,7 +17,7 @@ kernel directly:
 Only the stable, documented layouts of <linux/inet_diag.h>, <linux/tcp.h>
 and <linux/gen_stats.h> are decoded.
 
-This is also scripts/copa-diag's decoder: ``parse_messages()`` splits a
+This is also copa-diag's decoder: ``parse_messages()`` splits a
 netlink buffer (rejecting zero-length, short and overlong messages),
 ``inet_diag_request()`` builds a dump request and ``decode_inet_diag()``
 decodes one struct inet_diag_msg with its attributes.

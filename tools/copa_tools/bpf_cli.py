@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Load, configure and observe the BPF build of Copa (bpf/, make bpf).
 
@@ -36,17 +35,14 @@ import struct
 import subprocess
 import sys
 
-# realpath: /usr/sbin/copa-bpf is a link into the package's tree.
-ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from copa_eval import bpf as copa_eval_bpf  # noqa: E402
-from copa_eval import params as copa_params  # noqa: E402
+from . import bpf as copa_bpf
+from . import params as copa_params
+from . import paths
 
-# A source tree (it has Kbuild) builds in place; copa-tools, under /usr,
-# where it may not write, in its state directory.
-STATE_DIR = os.environ.get("COPA_BPF_DIR") or (
-    ROOT if os.path.exists(os.path.join(ROOT, "Kbuild"))
-    else "/var/lib/copa-tools")
+# A source tree builds in place; copa-tools, under /usr, where it may not
+# write, in its state directory.
+STATE_DIR = os.environ.get("COPA_BPF_DIR") or paths.source_tree() or \
+    "/var/lib/copa-tools"
 BPF_DIR = os.path.join(STATE_DIR, "bpf")
 CC_OBJ = os.environ.get("COPA_BPF_OBJ") or os.path.join(BPF_DIR,
                                                         "tcp_copa.bpf.o")
@@ -156,8 +152,8 @@ def cmd_build(args):
     if args:
         raise Error("usage: copa-bpf build", errno.EINVAL)
     try:
-        work = copa_eval_bpf.build(STATE_DIR, targets=("all",))
-    except copa_eval_bpf.BpfError as e:
+        work = copa_bpf.build(STATE_DIR, targets=("all",))
+    except copa_bpf.BpfError as e:
         raise Error(str(e))
     print(f"built {work}/tcp_copa.bpf.o and copa_sockops.bpf.o for "
           f"{os.uname().release}")
@@ -391,12 +387,16 @@ def usage():
     return "\n".join(lines) + "\n"
 
 
-def main(argv):
-    if len(argv) < 2 or argv[1] not in COMMANDS:
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv in (["--help"], ["-h"]):
+        sys.stdout.write(usage())
+        return 0
+    if not argv or argv[0] not in COMMANDS:
         sys.stderr.write(usage())
         return 2
     try:
-        COMMANDS[argv[1]](argv[2:])
+        COMMANDS[argv[0]](argv[1:])
     except Error as e:
         sys.stderr.write(f"copa-bpf: {e}\n")
         return e.code
@@ -404,4 +404,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

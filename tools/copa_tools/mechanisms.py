@@ -4,13 +4,12 @@ the COPA_MECH_* defines of tcp_copa_algo.h (its "Mechanisms beyond the
 paper" block): the model's ablation (tests/model/ablation.py) and the
 bench's (scripts/bench-ablation) take them from there."""
 
-import os
 import re
 from dataclasses import dataclass
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-HEADER = os.path.join(ROOT, "tcp_copa_algo.h")
+from . import paths
+
+HEADER = paths.data("tcp_copa_algo.h")
 _DEFINE = re.compile(r"^#define\s+COPA_MECH_([A-Z_]+)\s+(0x[0-9a-fA-F]+)"
                      r"\s+/\*\s*(.*?)\s*\*/", re.M)
 

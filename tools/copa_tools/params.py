@@ -14,9 +14,9 @@ import os
 import re
 from dataclasses import dataclass
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-HEADER = os.path.join(ROOT, "tcp_copa_params.h")
+from . import paths
+
+HEADER = paths.data("tcp_copa_params.h")
 # The headers whose constants a default may name.
 CONSTANT_HEADERS = ("tcp_copa_algo.h", "tcp_copa_limit.h")
 

@@ -8,7 +8,7 @@ bytes_acked, bytes_retrans, srtt, cwnd, and for copa the mode from its
 tcpvegas_info. The bottleneck backlog comes from the tbf's counters
 (RTM_GETQDISC). results.py turns the samples into figures."""
 
-from .. import netlink
+from ... import netlink
 from .topology import TBF_HANDLE
 from .traffic import BASE_CPORT
 

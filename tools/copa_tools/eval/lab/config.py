@@ -34,7 +34,7 @@ def is_number(value):
 
 @dataclass
 class Link:
-    """An emulated path; see the docstring of copa_eval.lab."""
+    """An emulated path; see the docstring of copa_tools.eval.lab."""
     rate_mbit: float
     rtt_ms: float
     buffer_bdp: float = 1.0
@@ -109,7 +109,7 @@ def fifo_bytes(bdp_multiple, rate_mbit, rtt_ms):
 
 @dataclass
 class Flow:
-    """One TCP flow; see the docstring of copa_eval.lab."""
+    """One TCP flow; see the docstring of copa_tools.eval.lab."""
     cc: str
     start_s: float = 0
     duration_s: float = None

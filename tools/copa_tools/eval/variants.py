@@ -4,7 +4,7 @@
 Syntax: ``NAME[:KEY=VALUE[:KEY=VALUE...]]``, for example ``cubic``,
 ``copa:delta=0.2`` or ``copa:delta=0.04:competitive=0``. Parameters become
 per-namespace sysctls of the flow's sender namespace, and are the
-tunables of tcp_copa_params.h (copa_eval.params), with their ranges:
+tunables of tcp_copa_params.h (copa_tools.params), with their ranges:
 
 - copa, copa_policer: COPA_TUNABLES (delta, ...) -> net.ipv4.tcp_copa.<key>
 - copa_policer only: COPA_POLICER_TUNABLES (detect, ...)
@@ -13,12 +13,12 @@ tunables of tcp_copa_params.h (copa_eval.params), with their ranges:
 The built-in algorithms (cubic, bbr, vegas, reno) take no parameters,
 nor does the BPF build (bpf_copa, bpf_copa_pol), which the lab builds and
 registers on first use and which runs with its global defaults
-(``scripts/copa-bpf set``; Documentation/bpf.rst).
+(``copa-bpf set``; Documentation/bpf.rst).
 """
 
 from dataclasses import dataclass
 
-from . import params as copa_params
+from .. import params as copa_params
 
 ALGORITHMS = ("cubic", "bbr", "vegas", "reno", "copa", "copa_policer",
               "bpf_copa", "bpf_copa_pol")

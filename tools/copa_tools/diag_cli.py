@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Show Copa's state for every copa or copa_policer TCP socket.
 
@@ -14,14 +13,12 @@ RTTstanding and RTTmin in microseconds. --all also lists sockets of other algori
 """
 import argparse
 import json
-import os
 import socket
 import sys
 
-# The decoder is the harness's (scripts/copa_eval/netlink.py), shared.
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from copa_eval import netlink, params  # noqa: E402
-from copa_eval.netlink import NETLINK_SOCK_DIAG  # noqa: E402,F401
+# The decoder is the harness's too (its lab samples flows with it).
+from . import netlink, params
+from .netlink import NETLINK_SOCK_DIAG
 
 INET_DIAG_VEGASINFO = netlink.INET_DIAG_VEGASINFO
 INET_DIAG_CONG = netlink.INET_DIAG_CONG
@@ -75,13 +72,14 @@ def line(entry):
     return f"{entry['src']} -> {entry['dst']} {fields}"
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="copa-diag",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per line")
     parser.add_argument("--all", action="store_true",
                         help="list sockets of every algorithm")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     try:
         for entry in sockets():
             if args.all or entry["cc"] in COPA_NAMES:

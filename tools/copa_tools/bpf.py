@@ -5,7 +5,7 @@
 kernel's BTF in a scratch directory (the repository may be read-only, as
 it is in the VM, and its ``bpf/`` may hold an object for another kernel;
 ``build()`` is also ``copa-bpf build``'s), registers both names with
-``scripts/copa-bpf`` (bpftool struct_ops) and, if it registered them,
+copa-bpf (``bpf_cli``: bpftool struct_ops) and, if it registered them,
 unregisters them when the process exits. The lab calls it for flows of
 either name; ``tests/vm/test_bpf_copa.py`` too.
 """
@@ -17,9 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-COPA_BPF = os.path.join(ROOT, "scripts", "copa-bpf")
+from . import paths
+
 NAMES = ("bpf_copa", "bpf_copa_pol")
 OLDEST = (6, 0)         # a struct_ops congestion control may pace from 6.0
 VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
@@ -61,12 +60,14 @@ def available():
 
 
 def copa_bpf(*args, obj=None, check=True):
-    """Run scripts/copa-bpf; BpfError with its message if it fails."""
-    env = dict(os.environ)
+    """Run copa-bpf, this package's (the directory holding it leads
+    PYTHONPATH); BpfError with its message if it fails."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (
+        os.path.dirname(paths.PACKAGE), os.environ.get("PYTHONPATH")))))
     if obj:
         env["COPA_BPF_OBJ"] = obj
-    r = subprocess.run([sys.executable, COPA_BPF, *args], env=env,
-                       capture_output=True, text=True, check=False)
+    r = subprocess.run([sys.executable, "-m", "copa_tools.bpf_cli", *args],
+                       env=env, capture_output=True, text=True, check=False)
     if check and r.returncode:
         raise BpfError(f"copa-bpf {' '.join(args)}: {r.stderr.strip()}")
     return r
@@ -74,7 +75,7 @@ def copa_bpf(*args, obj=None, check=True):
 
 def build(dest=None, targets=("tcp_copa.bpf.o",)):
     """Build @targets (bpf/Makefile's) for the running kernel in @dest/bpf
-    and return that directory. Unless @dest is the source tree itself,
+    and return that directory. Unless @dest is paths.data_dir() itself,
     bpf/'s sources and the headers it reads from the top level
     (TOP_HEADERS: ../tcp_copa_algo.h, the tcp_copa_limit.h it includes, and
     ../tcp_copa_params.h) are copied there first; None is a scratch
@@ -86,12 +87,12 @@ def build(dest=None, targets=("tcp_copa.bpf.o",)):
         dest = tempfile.mkdtemp(prefix="copa-bpf-")
         atexit.register(shutil.rmtree, dest, True)
     work = os.path.join(dest, "bpf")
-    if os.path.realpath(dest) != os.path.realpath(ROOT):
-        shutil.copytree(os.path.join(ROOT, "bpf"), work, dirs_exist_ok=True,
+    if os.path.realpath(dest) != os.path.realpath(paths.data_dir()):
+        shutil.copytree(paths.data("bpf"), work, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("*.o", "vmlinux.h",
                                                       "features.h"))
         for header in TOP_HEADERS:
-            shutil.copy(os.path.join(ROOT, header), dest)
+            shutil.copy(paths.data(header), dest)
     r = subprocess.run(["make", "-s", "-C", work, *targets,
                         f"VMLINUX_BTF={VMLINUX_BTF}"],
                        capture_output=True, text=True, check=False)

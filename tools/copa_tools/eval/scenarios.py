@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Scenario files: loading, overriding, validating and expanding into runs.
 
-A scenario is a TOML file in scripts/scenarios/ (or any path). Every key
+A scenario is a TOML file in scenario_files/ here (or any path). Every key
 can be overridden from the command line with ``--set PATH=VALUE``, where
 VALUE is a TOML value (``--set link.rate_mbit=20``,
 ``--set sweep.buffer_bdp=[1,4]``, ``--set flows.1.count=2``). The format
@@ -53,14 +53,14 @@ import re
 import tomllib
 from dataclasses import dataclass, fields
 
+from .. import paths
 from . import households as hh
 from .lab import FRAME_BYTES, Flow, Link, LinkError, SELECTS
 from .lab.config import is_number
 from .variants import ALGORITHMS, VariantError, parse_variants
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-SCENARIO_DIR = os.path.join(ROOT, "scripts", "scenarios")
+SCENARIO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "scenario_files")
 KINDS = ("sweep", "random_links", "households")
 LINK_FIELDS = tuple(f.name for f in fields(Link))
 FLOW_FIELDS = {"cc", "count", "start_s", "stagger_s", "duration_s",
@@ -128,14 +128,14 @@ class Scenario:
 
 
 def scenario_path(name_or_path):
-    """Resolve a scenario name (scripts/scenarios/NAME.toml) or a path."""
+    """Resolve a scenario name (SCENARIO_DIR/NAME.toml) or a path."""
     if os.sep in name_or_path or name_or_path.endswith(".toml"):
         return name_or_path
     return os.path.join(SCENARIO_DIR, f"{name_or_path}.toml")
 
 
 def available():
-    """[(name, description)] of the scenarios shipped in scripts/scenarios
+    """[(name, description)] of the scenarios shipped in SCENARIO_DIR
     (less the bench's sets, bench.toml and ablation.toml: [[runs]])."""
     out = []
     for entry in sorted(os.listdir(SCENARIO_DIR)):
@@ -442,7 +442,7 @@ def _household_cases(chk, data, base, templates, max_rate):
     csv_path = spec.get("csv", "data/digitaldivide/"
                         "household-internet-data.csv")
     if not os.path.isabs(csv_path):
-        csv_path = os.path.normpath(os.path.join(ROOT, csv_path))
+        csv_path = os.path.normpath(paths.data(csv_path))
     directions = spec.get("directions", list(hh.DIRECTIONS))
     if not isinstance(directions, list) or not directions or any(
             d not in hh.DIRECTIONS for d in directions):

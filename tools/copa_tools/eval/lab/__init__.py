@@ -20,7 +20,7 @@ project VM: ``scripts/vm-run -- ...``). Python stdlib only.
 API
 ===
 
-    from copa_eval.lab import Link, Flow, run
+    from copa_tools.eval.lab import Link, Flow, run
 
     link = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=4)
     res = run(link, [Flow("cubic"), Flow("bbr", start_s=5)], duration_s=20)

@@ -19,7 +19,7 @@ from .traffic import FLOW_GRACE_S, Traffic
 def run(link, flows, duration_s, events=None, sample_ms=100,
         measure_from_s=0):
     """Run ``flows`` over ``link`` for ``duration_s`` seconds (see the
-    docstring of copa_eval.lab).
+    docstring of copa_tools.eval.lab).
 
     Returns a Result. Always removes the namespaces and processes it made.
     """

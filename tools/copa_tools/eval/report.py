@@ -8,7 +8,8 @@ import csv
 import json
 import os
 
-from . import files, metrics
+from .. import files
+from . import metrics
 
 FRAME_BYTES = 1514      # lab.FRAME_BYTES: a full frame as tbf counts it
 

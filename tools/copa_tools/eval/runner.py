@@ -26,9 +26,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from .. import files, paths
 from . import lab, metrics
-from . import files
-from .scenarios import ROOT, build_flows
+from .scenarios import build_flows
 
 RUN_OVERHEAD_S = 12     # first ETA guess: set-up, iperf3 start, teardown
 
@@ -60,8 +60,14 @@ def digest(scenario):
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
+def results_dir():
+    """Where results go by default: the source tree's results/, or
+    results/ in the current directory for an installed copa-eval."""
+    return os.path.join(paths.source_tree() or os.curdir, "results")
+
+
 def default_outdir(scenario):
-    return os.path.join(ROOT, "results", f"{scenario.name}-"
+    return os.path.join(results_dir(), f"{scenario.name}-"
                         f"{digest(scenario)}-{revision_tag()}")
 
 
@@ -71,9 +77,12 @@ def revision_tag():
 
 
 def git_revision():
-    """``git describe --always --dirty`` of the repository, or None."""
+    """``git describe --always --dirty`` of the source tree, or None."""
+    tree = paths.source_tree()
+    if not tree:
+        return None
     with contextlib.suppress(OSError):
-        proc = subprocess.run(["git", "-C", ROOT, "describe", "--always",
+        proc = subprocess.run(["git", "-C", tree, "describe", "--always",
                                "--dirty"], capture_output=True, text=True)
         if proc.returncode == 0:
             return proc.stdout.strip()
