@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """The one version string (VERSION) and where it must reach: the modules
-(Kbuild -D), dkms.conf, copa-eval --version, the changelog; dkms.conf's
-kernel range and make uninstall."""
+(Kbuild -D), dkms.conf, copa-eval --version, the tools' package, the
+changelog; dkms.conf's kernel range and make uninstall."""
 import os
 import re
 import subprocess
 import sys
+import tomllib
 
 import pytest
 from conftest import TOOLS
@@ -70,6 +71,16 @@ def test_copa_eval_version():
                          env=dict(os.environ, PYTHONPATH=TOOLS),
                          check=True).stdout
     assert out.strip() == f"copa-eval {VERSION}"
+
+
+def test_tools_package_takes_the_version():
+    """pyproject.toml's version (the wheel's, the Debian package's
+    dist-info) is VERSION's, not a copy."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)
+    assert project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == \
+        {"file": "VERSION"}
 
 
 def test_changelog_has_the_version():
