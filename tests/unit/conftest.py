@@ -19,5 +19,10 @@ if os.environ.get("COPA_TEST_NO_MATPLOTLIB") == "1":
     sys.modules["matplotlib"] = None
 HAVE_MATPLOTLIB = sys.modules.get("matplotlib", 0) is not None and \
     importlib.util.find_spec("matplotlib") is not None
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "boots_vm: the test boots the VM (scripts/vm-run)")
+
+
 needs_matplotlib = pytest.mark.skipif(
     not HAVE_MATPLOTLIB, reason="matplotlib is missing (run scripts/deps)")

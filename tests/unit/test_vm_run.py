@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 
+import pytest
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
@@ -32,6 +34,7 @@ def test_guest_command_survives_quotes_and_spaces(tmp_path):
     assert seen[5].endswith("/root")  # the kernel root, its boot/ on /boot
 
 
+@pytest.mark.boots_vm
 def test_guest_panic_is_reported_with_its_console():
     """A guest kernel that panics ends the VM with no output of its own
     (panic=-1 reboots, qemu exits 255): vm-run prints the end of the

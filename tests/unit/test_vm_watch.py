@@ -8,6 +8,8 @@ import time
 from importlib.machinery import SourceFileLoader
 from importlib.util import module_from_spec, spec_from_loader
 
+import pytest
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VM_RUN = os.path.join(ROOT, "scripts", "vm-run")
 _LOADER = SourceFileLoader("vm_watch", os.path.join(ROOT, "scripts",
@@ -61,6 +63,7 @@ def boot(command, timeout):
     return proc, time.monotonic() - start
 
 
+@pytest.mark.boots_vm
 def test_stall_report_stops_the_vm_with_its_stacks():
     """The guest logs a stall report's first line (the kernel prints it
     at warning level, as here): vm-run ends with 125 soon after, and the
@@ -74,6 +77,7 @@ def test_stall_report_stops_the_vm_with_its_stacks():
     assert took < 300
 
 
+@pytest.mark.boots_vm
 def test_timeout_prints_the_stacks_first():
     proc, took = boot("sleep 600", 70)
     assert proc.returncode == 124, proc.stderr
