@@ -3,16 +3,21 @@
 """Copa on a large bandwidth-delay product: 24 Mbit/s, 1 s RTT.
 
 The BDP is 3 MB, about 2,000 full frames, and the bottleneck FIFO holds
-1.5 BDP. copa and cubic each run alone for RUN_S = 90 s; every figure is
-taken after the first SETTLE_S = 30 s (slow start, and CUBIC's first
-overflow of the FIFO, are over by then), from the flow's first tcp_info
-sample (the lab samples every 100 ms) and from copa's first copa_update
-event. Queueing delay is the bottleneck FIFO's backlog divided by its
-rate (one flow: its own queue); the srtt-based figure is printed beside it.
+1.5 BDP. copa runs alone for RUN_S = 90 s; every figure is taken after
+the first SETTLE_S = 30 s (slow start is over by then), from the flow's
+first tcp_info sample (the lab samples every 100 ms) and from copa's
+first copa_update event. Queueing delay is the bottleneck FIFO's backlog
+divided by its rate (one flow: its own queue); the srtt-based figure is
+printed beside it. How copa compares with cubic and bbr on this link is
+measured, with its spread, by make bench (large-bdp); this test gates on
+what a broken algorithm cannot meet:
 
-- large_bdp_delay: copa's p95 queueing delay is at most 10% of cubic's
-  (CUBIC fills the 1.5 BDP FIFO: about 1.5 s).
-- large_bdp_throughput: copa's goodput is at least 90% of cubic's.
+- large_bdp_delay: copa's p95 queueing delay is at most a tenth of the
+  full FIFO's 1.5 s (a buffer-filler keeps it near 1.5 s; copa measured
+  45 ms at da710bc).
+- large_bdp_throughput: copa's goodput is at least 0.6 of the link's
+  goodput (21.9 of 22.9 Mbit/s at da710bc; a window stuck at half the
+  BDP would move half).
 - large_bdp_tracks_target: after slow start copa's cwnd keeps moving
   with the target rather than standing still or being pinned at a clamp:
   the copa_update tracepoint shows at least MIN_DISTINCT_CWND distinct
@@ -28,7 +33,7 @@ rate (one flow: its own queue); the srtt-based figure is printed beside it.
   MEDIAN_TOL of the window Copa aims at (BDP + 1/delta = 2 packets), and
   cwnd stays within a factor CWND_SPAN of the BDP (no runaway, no collapse).
 
-Runtime: two 90 s flows plus set-up and parsing, about 3.5 minutes under
+Runtime: one 90 s flow plus set-up and parsing, about 2 minutes under
 TCG.
 """
 
@@ -38,7 +43,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_copa_link import Flow, Link, run_once  # noqa: E402
-from ksft import copa_recorded, ksft_ge, ksft_pr, ksft_run  # noqa: E402
+from ksft import copa_recorded, ksft_exit, ksft_ge, ksft_pr, \
+    ksft_run  # noqa: E402
 from copa_tools import params  # noqa: E402
 from copa_tools.eval import metrics  # noqa: E402
 from copa_tools.eval.lab import BASE_CPORT, FRAME_BYTES  # noqa: E402
@@ -47,8 +53,11 @@ RUN_S = 90
 SETTLE_S = 30
 LINK = Link(rate_mbit=24, rtt_ms=1000, buffer_bdp=1.5)
 BDP_PKTS = LINK.bdp_bytes / FRAME_BYTES
-DELAY_RATIO = 0.10              # copa / cubic p95 queueing delay
-THROUGHPUT_RATIO = 0.90         # copa / cubic goodput
+DELAY_RATIO = 0.10              # copa p95 queueing delay / the full FIFO's
+THROUGHPUT_RATIO = 0.60         # copa goodput / the link's goodput
+FULL_FIFO_MS = LINK.buffer_bdp * LINK.rtt_ms
+# goodput of the link: 1448 payload bytes in each full frame
+LINK_GOODPUT_MBIT = LINK.rate_mbit * 1448 / FRAME_BYTES
 MIN_DISTINCT_CWND = 5           # distinct cwnd values after SETTLE_S
 MIN_TURNS = 4                   # cwnd direction changes after SETTLE_S
 CWND_SPAN = 2.0                 # cwnd within [BDP / 2, 2 BDP]
@@ -58,20 +67,18 @@ TRACE_KB = 32768                # per CPU: ~100k events of 90 s
 _events = []
 
 
-def alone(cc):
-    """The run of ``cc`` alone; copa's is traced."""
-    if cc != "copa":
-        return run_once(cc, LINK, [Flow(cc)], duration_s=RUN_S)
-    if "copa" not in _runs_traced:
+def copa_alone():
+    """copa's one run, traced."""
+    if not _runs_traced:
         with copa_recorded(buffer_kb=TRACE_KB,
                            match=f"sport == {BASE_CPORT}") as events:
-            _runs_traced["copa"] = run_once("copa", LINK, [Flow("copa")],
-                                            duration_s=RUN_S)
+            _runs_traced.append(run_once("copa", LINK, [Flow("copa")],
+                                         duration_s=RUN_S))
         _events[:] = events
-    return _runs_traced["copa"]
+    return _runs_traced[0]
 
 
-_runs_traced = {}
+_runs_traced = []
 
 
 def settled(result):
@@ -103,22 +110,21 @@ def settled(result):
 
 
 def large_bdp_delay():
-    """copa queues at most a tenth of what cubic queues."""
-    copa, cubic = settled(alone("copa")), settled(alone("cubic"))
-    ratio = copa["fifo_p95"] / cubic["fifo_p95"] if cubic["fifo_p95"] \
-        else float("inf")
-    ksft_pr(f"p95 queueing delay copa/cubic: {ratio:.4f}")
-    ksft_ge(DELAY_RATIO * cubic["fifo_p95"], copa["fifo_p95"],
-            "copa p95 queueing delay <= 10% of cubic's")
+    """copa keeps the FIFO far from full."""
+    copa = settled(copa_alone())
+    ksft_pr(f"p95 queueing delay over the full FIFO's {FULL_FIFO_MS:.0f} "
+            f"ms: {copa['fifo_p95'] / FULL_FIFO_MS:.4f}")
+    ksft_ge(DELAY_RATIO * FULL_FIFO_MS, copa["fifo_p95"],
+            "copa p95 queueing delay <= a tenth of the full FIFO's")
 
 
 def large_bdp_throughput():
-    """... while moving at least 90% of cubic's goodput."""
-    copa, cubic = settled(alone("copa")), settled(alone("cubic"))
-    ksft_pr(f"goodput copa/cubic: {copa['goodput'] / cubic['goodput']:.3f}"
-            if cubic["goodput"] else "cubic moved nothing")
-    ksft_ge(copa["goodput"], THROUGHPUT_RATIO * cubic["goodput"],
-            "copa goodput >= 90% of cubic's")
+    """... while filling the link."""
+    copa = settled(copa_alone())
+    ksft_pr(f"goodput over the link's {LINK_GOODPUT_MBIT:.2f} Mbit/s: "
+            f"{copa['goodput'] / LINK_GOODPUT_MBIT:.3f}")
+    ksft_ge(copa["goodput"], THROUGHPUT_RATIO * LINK_GOODPUT_MBIT,
+            "copa goodput >= 0.6 of the link's")
 
 
 def turns(values):
@@ -129,7 +135,7 @@ def turns(values):
 
 def large_bdp_tracks_target():
     """After slow start cwnd follows the target, up and down."""
-    alone("copa")
+    copa_alone()
     ksft_ge(len(_events), 1, "copa_update events recorded")
     start = _events[0]["t"]
     late = [e for e in _events if e["t"] >= start + SETTLE_S]
@@ -180,3 +186,4 @@ def large_bdp_tracks_target():
 
 if __name__ == "__main__":
     ksft_run([large_bdp_delay, large_bdp_throughput, large_bdp_tracks_target])
+    ksft_exit()
