@@ -1,11 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Tiny KTAP test helper for the in-VM tests, after the kernel's
-tools/testing/selftests/net/lib/py (ksft_run, ksft_eq, KsftSkipEx, ...).
+"""Tiny KTAP test helper for the in-VM tests, with the names and the
+semantics of the kernel's tools/testing/selftests/net/lib/py for what it
+shares with it (ksft_run, ksft_exit, ksft_eq and the other checks,
+ksft_pr, KsftSkipEx, KsftFailEx, defer, bkg).
 
-A test file defines functions and ends with ``ksft_run([f1, f2, ...])``.
-Each function is one test case: it passes by returning, fails by raising
-KsftFailEx (the ksft_* assertions) or any other exception, and is skipped
-by raising KsftSkipEx. Output:
+A test file defines functions and ends with ``ksft_run([f1, f2, ...])``
+and ``ksft_exit()``. Each function is one test case. As upstream, a check
+(ksft_eq, ksft_ge, ...) that fails prints where and why and the case goes
+on; the case fails if any check failed or it raised an exception
+(KsftFailEx included), and is skipped by raising KsftSkipEx. A failed
+command (cmd() with check=True) raises CmdExitFailure, as upstream's
+does. The helpers below the checks are this project's (upstream has its
+own for some: NetNS, cmd). Output:
 
     KTAP version 1
     1..2
@@ -14,7 +20,8 @@ by raising KsftSkipEx. Output:
     ok 2 f2 # SKIP reason
     # Totals: pass:1 fail:0 skip:1
 
-Exit status: 0 if nothing failed (4 if everything was skipped), 1 otherwise.
+ksft_exit()'s status: 0 if nothing failed (4 if everything was skipped),
+1 otherwise.
 
 Helpers: cmd()/bg() run programs, optionally in a network namespace;
 NetNS and veth_pair() build topologies; sysctl_get()/sysctl_set()
@@ -27,6 +34,7 @@ and parses its JSON lines.
 import contextlib
 import ctypes
 import errno
+import inspect
 import itertools
 import json
 import os
@@ -44,12 +52,21 @@ VENV_BIN = os.path.join(os.environ.get("COPA_CACHE") or os.path.expanduser(
     "~/.cache/copa"), "venv", "bin")
 
 
+# The current case's result: False once a check failed (upstream's name).
+KSFT_RESULT = None
+_totals = {"pass": 0, "fail": 0, "skip": 0}
+
+
 class KsftFailEx(Exception):
-    """The case failed an assertion."""
+    """The case failed: raise it to end the case there."""
 
 
 class KsftSkipEx(Exception):
     """The case cannot run here."""
+
+
+class CmdExitFailure(KsftFailEx):
+    """cmd(check=True) saw a non-zero exit status."""
 
 
 def ksft_pr(*objs):
@@ -58,64 +75,87 @@ def ksft_pr(*objs):
         print("#", line, flush=True)
 
 
-def _fail(what, comment):
-    raise KsftFailEx(f"{what}{' ' + comment if comment else ''}")
+def _fail(*args):
+    """Record a failed check, print where, and let the case go on."""
+    global KSFT_RESULT
+    KSFT_RESULT = False
+    frame = inspect.stack()[2]
+    ksft_pr(f"At {frame.filename} line {frame.lineno}:")
+    ksft_pr(*args)
 
 
 def ksft_true(cond, comment=""):
     if not cond:
-        _fail("check failed:", comment)
+        _fail("Check failed", cond, "is not true", comment)
 
 
 def ksft_eq(a, b, comment=""):
     if a != b:
-        _fail(f"{a!r} != {b!r}", comment)
+        _fail("Check failed", repr(a), "!=", repr(b), comment)
 
 
 def ksft_ne(a, b, comment=""):
     if a == b:
-        _fail(f"{a!r} == {b!r}", comment)
+        _fail("Check failed", repr(a), "==", repr(b), comment)
 
 
 def ksft_ge(a, b, comment=""):
     if not a >= b:
-        _fail(f"{a!r} < {b!r}", comment)
+        _fail("Check failed", repr(a), "<", repr(b), comment)
 
 
 def ksft_in(a, b, comment=""):
     if a not in b:
-        _fail(f"{a!r} not in {b!r}", comment)
+        _fail("Check failed", repr(a), "not in", repr(b), comment)
 
 
-def ksft_run(cases):
-    """Run the case functions, print KTAP and exit."""
+def _run_case(case, args):
+    """Run one case and its deferred cleanups: "pass", "fail" or the
+    reason it was skipped (a KsftSkipEx)."""
+    global KSFT_RESULT
+    KSFT_RESULT = True
+    outcome = None
+    try:
+        case(*args)
+    except KsftSkipEx as e:
+        outcome = e
+    except Exception:  # KsftFailEx or an unexpected error: the case fails
+        ksft_pr(traceback.format_exc().rstrip())
+        KSFT_RESULT = False
+    try:
+        ksft_flush_defer()
+    except KsftFailEx as e:
+        ksft_pr(e)
+        KSFT_RESULT = False
+    if KSFT_RESULT is False:
+        return "fail"
+    return outcome or "pass"
+
+
+def ksft_run(cases, args=()):
+    """Run the case functions with ``args`` and print KTAP."""
     print("KTAP version 1")
     print(f"1..{len(cases)}", flush=True)
-    totals = {"pass": 0, "fail": 0, "skip": 0}
     for num, case in enumerate(cases, 1):
-        result, directive = "ok", ""
         start = time.monotonic()
-        try:
-            case()
-            totals["pass"] += 1
-        except KsftSkipEx as e:
-            directive = f" # SKIP {e}"
-            totals["skip"] += 1
-        except KsftFailEx as e:
-            ksft_pr(f"{case.__name__}: {e}")
-            ksft_pr(traceback.format_exc(limit=-2).rstrip())
-            result = "not ok"
-            totals["fail"] += 1
-        except Exception:  # an unexpected error fails the case, not the file
-            ksft_pr(traceback.format_exc().rstrip())
-            result = "not ok"
-            totals["fail"] += 1
+        outcome = _run_case(case, args)
         ksft_pr(f"{case.__name__}: {time.monotonic() - start:.1f} s")
-        print(f"{result} {num} {case.__name__}{directive}", flush=True)
-    ksft_pr("Totals: " + " ".join(f"{k}:{v}" for k, v in totals.items()))
-    if totals["fail"]:
+        if isinstance(outcome, KsftSkipEx):
+            _totals["skip"] += 1
+            print(f"ok {num} {case.__name__} # SKIP {outcome}", flush=True)
+        else:
+            _totals[outcome] += 1
+            print(f"{'ok' if outcome == 'pass' else 'not ok'} {num} "
+                  f"{case.__name__}", flush=True)
+
+
+def ksft_exit():
+    """Print the totals and exit with the kselftest status."""
+    ksft_pr("Totals: " + " ".join(f"{k}:{v}" for k, v in _totals.items()))
+    if _totals["fail"]:
         sys.exit(KSFT_FAIL)
-    sys.exit(KSFT_SKIP if totals["skip"] and not totals["pass"] else KSFT_PASS)
+    sys.exit(KSFT_SKIP if _totals["skip"] and not _totals["pass"]
+             else KSFT_PASS)
 
 
 # ---- processes and namespaces ---------------------------------------------
@@ -127,12 +167,14 @@ def _in_ns(args, ns):
 
 def cmd(args, ns=None, check=True, timeout=120):
     """Run args (a list), in namespace ns if given; return CompletedProcess
-    with text stdout/stderr. check=True raises KsftFailEx on non-zero exit."""
+    with text stdout/stderr. check=True raises CmdExitFailure on non-zero
+    exit."""
     proc = subprocess.run(_in_ns(args, ns), capture_output=True, text=True,
                           timeout=timeout, check=False)
     if check and proc.returncode:
-        _fail(f"{' '.join(proc.args)} exited {proc.returncode}:",
-              (proc.stderr or proc.stdout).strip())
+        raise CmdExitFailure(f"{' '.join(proc.args)} exited "
+                             f"{proc.returncode}: "
+                             f"{(proc.stderr or proc.stdout).strip()}")
     return proc
 
 
@@ -294,7 +336,8 @@ def unload(name, timeout=30):
     if module_loaded(name):
         wait_for(lambda: rmmod(name) == 0, timeout=timeout)
     if module_loaded(name):
-        _fail(f"{name} would not unload:", f"refcnt {module_refcnt(name)}")
+        raise KsftFailEx(f"{name} would not unload: refcnt "
+                         f"{module_refcnt(name)}")
 
 
 def load_copa():
@@ -460,20 +503,4 @@ def ksft_flush_defer():
                           f" {exc!r}")
             entry.cancel()
     if errors:
-        _fail("deferred cleanup failed:", "; ".join(errors))
-
-
-_ksft_run_cases = ksft_run
-
-
-def ksft_run(cases):  # noqa: F811 - adds the defer queue to ksft_run
-    """ksft_run() whose cases also flush the defer() queue when they end."""
-    def with_defer(case):
-        def run():
-            try:
-                case()
-            finally:
-                ksft_flush_defer()
-        run.__name__ = case.__name__
-        return run
-    _ksft_run_cases([with_defer(case) for case in cases])
+        raise KsftFailEx("deferred cleanup failed: " + "; ".join(errors))

@@ -19,7 +19,7 @@ def test_defer_runs_at_case_end_newest_first_and_failures_count(tmp_path):
     script.write_text(textwrap.dedent(f"""\
         import sys
         sys.path.insert(0, {TESTS!r})
-        from ksft import bkg, defer, ksft_eq, ksft_run
+        from ksft import bkg, defer, ksft_eq, ksft_exit, ksft_run
         log = []
         def a():
             defer(log.append, 1)
@@ -33,12 +33,44 @@ def test_defer_runs_at_case_end_newest_first_and_failures_count(tmp_path):
             ksft_eq(log, [2, 1])
             defer(lambda: 1 / 0)
         ksft_run([a, b, c])
+        ksft_exit()
         """))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True,
                           text=True)
     lines = proc.stdout.splitlines()
     assert "ok 1 a" in lines and "ok 2 b" in lines
     assert "not ok 3 c" in lines
+    assert proc.returncode == 1
+
+
+def test_failed_check_is_recorded_and_the_case_goes_on(tmp_path):
+    """As upstream's lib/py: a check records its failure and the case
+    continues; ksft_exit() gives the status."""
+    script = tmp_path / "t.py"
+    script.write_text(textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {TESTS!r})
+        from ksft import KsftSkipEx, ksft_exit, ksft_ge, ksft_pr, ksft_run
+        def a(arg):
+            ksft_ge(1, 2, "one below two")
+            ksft_pr("after the check", arg)
+        def b(arg):
+            raise KsftSkipEx("not here")
+        def c(arg):
+            ksft_ge(2, 1)
+        ksft_run([a, b, c], args=("x",))
+        print("before exit")
+        ksft_exit()
+        """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True,
+                          text=True)
+    lines = proc.stdout.splitlines()
+    assert "# after the check x" in lines
+    assert "not ok 1 a" in lines
+    assert "ok 2 b # SKIP not here" in lines
+    assert "ok 3 c" in lines
+    assert "before exit" in lines
+    assert "# Totals: pass:1 fail:1 skip:1" in lines
     assert proc.returncode == 1
 
 

@@ -31,7 +31,7 @@ import os
 import sys
 
 from ksft import (VENV_BIN, KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_in,
-                  ksft_pr, ksft_run, ksft_true, module_loaded, setcc,
+                  ksft_pr, ksft_exit, ksft_run, ksft_true, module_loaded, setcc,
                   sysctl_saved, sysctl_set, unload_copa)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -142,3 +142,4 @@ def packaged_bpf_build():
 
 
 ksft_run([dpkg_install_modprobe_select_eval_bpf_purge])
+ksft_exit()

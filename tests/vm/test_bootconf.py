@@ -16,7 +16,7 @@ import contextlib
 import os
 import shutil
 
-from ksft import (KsftSkipEx, cmd, ksft_eq, ksft_in, ksft_pr, ksft_run,
+from ksft import (KsftSkipEx, cmd, ksft_eq, ksft_in, ksft_pr, ksft_exit, ksft_run,
                   load_copa, module_loaded, read_text, sysctl_get,
                   sysctl_set, unload_copa)
 
@@ -111,3 +111,4 @@ def boot_with_contrib_files():
 
 
 ksft_run([boot_with_contrib_files])
+ksft_exit()

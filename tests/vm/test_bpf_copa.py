@@ -40,7 +40,7 @@ sys.path[:0] = [os.path.join(ROOT, "tools"), os.path.join(ROOT, "tests")]
 from copa_tools import bpf  # noqa: E402
 from copa_tools.eval.lab import Flow, Link  # noqa: E402
 from ksft import KsftSkipEx, ksft_eq, ksft_ge, ksft_pr, \
-    ksft_run  # noqa: E402
+    ksft_exit, ksft_run  # noqa: E402
 from test_copa_link import run_once, throughput  # noqa: E402
 
 LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=2)
@@ -100,3 +100,4 @@ def unregister():
 
 if __name__ == "__main__":
     ksft_run([bpf_and_module_alike, bpf_flow_table, unregister])
+    ksft_exit()

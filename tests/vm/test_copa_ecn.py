@@ -40,7 +40,7 @@ from test_copa_link import Flow, Link, run_once  # noqa: E402
 from copa_tools.eval.lab import BASE_CPORT, write_sysctls  # noqa: E402
 from copa_tools import params  # noqa: E402
 from copa_tools.eval import metrics  # noqa: E402
-from ksft import cmd, copa_recorded, ksft_ge, ksft_pr, ksft_run  # noqa: E402
+from ksft import cmd, copa_recorded, ksft_ge, ksft_pr, ksft_exit, ksft_run  # noqa: E402
 
 RUN_S = 20
 SETTLE_S = 5
@@ -157,3 +157,4 @@ def ecn_delta_bounded():
 
 if __name__ == "__main__":
     ksft_run([ecn_utilisation, ecn_delay, ecn_delta_bounded])
+    ksft_exit()

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import test_copa_link  # noqa: E402,F401  (sys.path for copa_tools)
 from copa_tools.eval.lab import RECEIVER_ADDR, Flow, Link, Topology  # noqa: E402
-from ksft import SETCC, bg, ksft_ge, ksft_pr, ksft_run, setcc  # noqa: E402
+from ksft import SETCC, bg, ksft_ge, ksft_pr, ksft_exit, ksft_run, setcc  # noqa: E402
 
 LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=1)
 PORT = 5302
@@ -74,3 +74,4 @@ def idle_restart_rate():
 
 if __name__ == "__main__":
     ksft_run([idle_restart_rate])
+    ksft_exit()

@@ -83,7 +83,7 @@ from copa_tools import params  # noqa: E402
 from copa_tools.eval.lab import BASE_CPORT, Topology, experiment, \
     write_sysctls  # noqa: E402
 from ksft import KsftFailEx, copa_recorded, ksft_ge, ksft_pr, \
-    ksft_run  # noqa: E402
+    ksft_exit, ksft_run  # noqa: E402
 
 LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=1, loss_pct=1)
 SHALLOW_PKTS = 4
@@ -278,3 +278,4 @@ def nosack_throughput():
 if __name__ == "__main__":
     ksft_run([slow_start_exit_newreno, slow_start_exits_random_loss,
               nosack_throughput])
+    ksft_exit()

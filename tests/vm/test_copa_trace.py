@@ -14,7 +14,7 @@ import contextlib
 import re
 
 from ksft import (NetNS, bg, cmd, copa_recorded, ksft_eq, ksft_ge,
-                  ksft_ne, ksft_pr, ksft_run, ksft_true, veth_pair,
+                  ksft_ne, ksft_pr, ksft_exit, ksft_run, ksft_true, veth_pair,
                   wait_for)
 
 FLOWS = {5601: ("10.0.0.2", "0.0.0.0"),      # port: (receiver, sink bind)
@@ -81,3 +81,4 @@ def trace_joins_ss():
 
 
 ksft_run([trace_joins_ss])
+ksft_exit()

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_copa_link import Flow, Link, run_once  # noqa: E402
 from copa_tools.eval.lab import BASE_CPORT  # noqa: E402
 from copa_tools.netlink import in_netns  # noqa: E402
-from ksft import copa_recorded, ksft_ge, ksft_pr, ksft_run  # noqa: E402
+from ksft import copa_recorded, ksft_ge, ksft_pr, ksft_exit, ksft_run  # noqa: E402
 
 RUN_S = 20
 SPIKE_AT_S = 8
@@ -144,3 +144,4 @@ def undo_restores_cwnd():
 
 if __name__ == "__main__":
     ksft_run([spurious_rto_undone, undo_restores_cwnd])
+    ksft_exit()

@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "tests")]
 
-from ksft import (VENV_BIN, ksft_eq, ksft_ge, ksft_pr, ksft_run,  # noqa: E402
+from ksft import (VENV_BIN, ksft_eq, ksft_ge, ksft_pr, ksft_exit, ksft_run,  # noqa: E402
                   ksft_true)
 
 SCENARIO = """
@@ -151,3 +151,4 @@ def resume():
 
 if __name__ == "__main__":
     ksft_run([outputs, consistency, variants, resume])
+    ksft_exit()

@@ -7,7 +7,7 @@ Leaves both modules loaded, as scripts/vm-run does."""
 import json
 
 from ksft import (NetNS, bg, cmd, errno_name, ksft_eq, ksft_in, ksft_pr,
-                  ksft_run, ksft_true, load_copa, modprobe, module_loaded,
+                  ksft_exit, ksft_run, ksft_true, load_copa, modprobe, module_loaded,
                   module_refcnt, rmmod, setcc, sysctl_get, sysctl_saved,
                   unload, unload_copa, wait_for)
 
@@ -103,3 +103,4 @@ def setsockopt_autoloads_copa():
 ksft_run([copa_registered, rmmod_refused_while_socket_uses_copa,
           policer_depends_on_copa, sysctl_autoloads_copa,
           sysctl_autoloads_copa_policer, setsockopt_autoloads_copa])
+ksft_exit()

@@ -8,7 +8,7 @@ open, all references go away, and the modules unload afterwards."""
 import json
 import time
 
-from ksft import (SETCC, NetNS, bg, ksft_eq, ksft_ge, ksft_pr, ksft_run,
+from ksft import (SETCC, NetNS, bg, ksft_eq, ksft_ge, ksft_pr, ksft_exit, ksft_run,
                   ksft_true, load_copa, module_refcnt, setcc, unload_copa,
                   veth_pair, wait_for)
 
@@ -79,3 +79,4 @@ def flows_and_churn():
 
 
 ksft_run([flows_and_churn])
+ksft_exit()

@@ -11,7 +11,7 @@ position is ignored, as for the core tcp sysctls."""
 import os
 
 from ksft import (NetNS, bg, cmd, copa_traced, errno_name, in_netns,
-                  ksft_eq, ksft_pr, ksft_run, ksft_true, load_copa,
+                  ksft_eq, ksft_pr, ksft_exit, ksft_run, ksft_true, load_copa,
                   read_text, sysctl_get, sysctl_path, sysctl_set, veth_pair,
                   wait_for, write_errno, write_text)
 
@@ -238,3 +238,4 @@ ksft_run([module_params, sysctls_init_net, sysctls_in_netns,
           sysctl_offset_writes_ignored,
           netns_independent, new_netns_starts_from_module_params,
           sockets_snapshot_netns_values])
+ksft_exit()

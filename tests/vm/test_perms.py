@@ -7,7 +7,7 @@ cannot make the kernel load the module."""
 
 import json
 
-from ksft import (SETCC, cmd, ksft_eq, ksft_pr, ksft_run, ksft_true,
+from ksft import (SETCC, cmd, ksft_eq, ksft_pr, ksft_exit, ksft_run, ksft_true,
                   load_copa, module_loaded, sysctl_get, sysctl_saved,
                   unload_copa)
 
@@ -66,3 +66,4 @@ def unprivileged_cannot_autoload():
 
 ksft_run([unprivileged_process_has_no_capabilities, allowed_list_admits_copa,
           unprivileged_cannot_autoload])
+ksft_exit()

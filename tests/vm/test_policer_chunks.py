@@ -77,7 +77,7 @@ from test_copa_link import Flow, Link  # noqa: E402
 from copa_tools import netlink, params  # noqa: E402
 from copa_tools.eval.lab import RECEIVER_ADDR, Topology  # noqa: E402
 from ksft import SETCC, KsftFailEx, bg, ksft_ge, ksft_pr, \
-    ksft_run  # noqa: E402
+    ksft_exit, ksft_run  # noqa: E402
 
 POLICER_MBIT = 4
 LINK = Link(rate_mbit=20, rtt_ms=40, buffer_bdp=1,
@@ -230,3 +230,4 @@ def chunks_copa_policer_shared():
 if __name__ == "__main__":
     ksft_run([chunks_copa_alone, chunks_copa_shared,
               chunks_copa_policer_alone, chunks_copa_policer_shared])
+    ksft_exit()

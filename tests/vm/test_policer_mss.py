@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_copa_link  # noqa: E402,F401  (sys.path for copa_tools)
 from copa_tools.eval.lab import RECEIVER_ADDR, Flow, Link, Topology  # noqa: E402
 from ksft import NetNS, SETCC, bg, cmd, copa_recorded, ksft_ge, ksft_pr, \
-    ksft_run, setcc  # noqa: E402
+    ksft_exit, ksft_run, setcc  # noqa: E402
 from copa_tools import params  # noqa: E402
 from copa_tools.eval import metrics  # noqa: E402
 
@@ -145,3 +145,4 @@ def loopback_hold():
 
 if __name__ == "__main__":
     ksft_run([jumbo_hold, loopback_hold])
+    ksft_exit()

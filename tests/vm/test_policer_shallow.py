@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_copa_link import Flow, Link, overhead, print_series, \
     run_once  # noqa: E402
-from ksft import ksft_ge, ksft_pr, ksft_run  # noqa: E402
+from ksft import ksft_ge, ksft_pr, ksft_exit, ksft_run  # noqa: E402
 
 SHALLOW_LINK = Link(rate_mbit=12, rtt_ms=40, buffer_pkts=5)
 SMALL_DELTA = {"net.ipv4.tcp_copa.delta": "0.1"}
@@ -74,3 +74,4 @@ def shallow_copa_policer():
 
 if __name__ == "__main__":
     ksft_run([shallow_copa_loss_reaction, shallow_copa_policer])
+    ksft_exit()

@@ -58,7 +58,7 @@ from copa_tools import diag_cli as copa_diag  # noqa: E402
 from copa_tools import netlink, params  # noqa: E402
 from copa_tools.eval.lab import Flow, Link, RECEIVER_ADDR, run  # noqa: E402,E501
 from ksft import SETCC, KsftFailEx, KsftSkipEx, ksft_eq, ksft_ge, ksft_in, \
-    ksft_pr, ksft_run, sysctl_saved, sysctl_set  # noqa: E402
+    ksft_pr, ksft_exit, ksft_run, sysctl_saved, sysctl_set  # noqa: E402
 
 RUN_S = 30
 LINK = Link(rate_mbit=20, rtt_ms=40, buffer_bdp=2)
@@ -249,3 +249,4 @@ def cubic_and_bbr_beside():
 if __name__ == "__main__":
     ksft_run([select_by_netns_sysctl, select_by_route, select_by_setsockopt,
               cubic_and_bbr_beside])
+    ksft_exit()

@@ -46,7 +46,7 @@ import threading
 import time
 import traceback
 
-from ksft import (KsftSkipEx, ksft_eq, ksft_in, ksft_pr, ksft_run, ksft_true,
+from ksft import (KsftSkipEx, ksft_eq, ksft_in, ksft_pr, ksft_exit, ksft_run, ksft_true,
                   load_copa, read_text, sysctl_get)
 
 NOBODY = 65534
@@ -295,3 +295,4 @@ def route_case(cc, initcwnd):
 ksft_run([modules_loaded_by_root] +
          [route_case(cc, n) for cc in ("copa", "copa_policer")
           for n in INITCWNDS])
+ksft_exit()
