@@ -422,7 +422,15 @@ def _copa_trace(parse, buffer_kb=None, match=None):
     buffer_kb, the mono trace clock, the event filter match (e.g.
     "sport == 20001") or none. Yields a list that receives
     parse(trace text) once the block has ended; restores the buffer
-    size, the clock and the filter."""
+    size, the clock and the filter.
+
+    The record-cmd option is off meanwhile. With it on, enabling any
+    event registers probes on sched_switch and sched_wakeup, and
+    disabling it unregisters them: both rewrite the scheduler's hottest
+    code with text_poke_bp(), which under TCG left the other vCPU
+    looping on the int3 while this one waited for its answer (a soft
+    lockup in smp_call_function_many_cond(); vm-watch's stacks, twice
+    on 2026-11-27). The trace's task names are not needed."""
     if not os.path.isdir(COPA_EVENT):
         raise KsftSkipEx("no copa_update tracepoint")
     size_path = os.path.join(TRACING, "buffer_size_kb")
@@ -432,7 +440,10 @@ def _copa_trace(parse, buffer_kb=None, match=None):
     # "7 (expanded: 1408)" until the buffer is first used
     old_size = read_text(size_path).split("expanded: ")[-1].rstrip(")")
     old_clock = read_text(clock_path).split("[")[1].split("]")[0]
+    record_cmd_path = os.path.join(TRACING, "options", "record-cmd")
+    old_record_cmd = read_text(record_cmd_path).strip()
     out = []
+    write_text(record_cmd_path, "0")
     if buffer_kb:
         write_text(size_path, str(buffer_kb))
     write_text(clock_path, "mono")
@@ -447,6 +458,7 @@ def _copa_trace(parse, buffer_kb=None, match=None):
         write_text(filter_path, "0")
         write_text(clock_path, old_clock)
         write_text(size_path, old_size)
+        write_text(record_cmd_path, old_record_cmd)
 
 
 def copa_traced(buffer_kb=None):
