@@ -19,7 +19,7 @@ from ksft import (NetNS, bg, cmd, copa_recorded, ksft_eq, ksft_ge,
 
 FLOWS = {5601: ("10.0.0.2", "0.0.0.0"),      # port: (receiver, sink bind)
          5602: ("fd00::2", "::")}
-SEND_S = 3
+SEND_S = 8                                     # s: long enough for ss to see both under a starved TCG guest
 RATE = 200000                                 # bytes/s: light under TCG
 
 # "0 0 10.0.0.1:41234 10.0.0.2:5601 ino:0 sk:1001 cgroup:/ <->"
