@@ -39,17 +39,10 @@ MODE_POLICED = params.load().mode("policed")
 
 
 def alone(cc, delta=None):
-    """The run of ``cc`` alone on the low-delay link (each run once)."""
-    key = (cc, delta)
-    if key not in _runs:
-        sysctls = {"net.ipv4.tcp_copa.delta": delta} if delta else None
-        label = f"{cc} alone" + (f", delta {delta}" if delta else "")
-        _runs[key] = run_once(label, LOW_DELAY_LINK,
-                              [Flow(cc, sysctls=sysctls)])
-    return _runs[key]
-
-
-_runs = {}
+    """The run of ``cc`` alone on the low-delay link (run_once: once)."""
+    sysctls = {"net.ipv4.tcp_copa.delta": delta} if delta else None
+    label = f"{cc} alone" + (f", delta {delta}" if delta else "")
+    return run_once(label, LOW_DELAY_LINK, [Flow(cc, sysctls=sysctls)])
 
 
 def wire_util(result):
