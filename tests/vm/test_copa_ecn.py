@@ -18,8 +18,12 @@ never drops.
 
 - ecn_utilisation: the ECN run's utilisation after the first SETTLE_S
   seconds (goodput over the link rate, from the lab's tcp_info samples)
-  is at least 0.9 (five runs in one VM boot at 1cd8eb0: 0.932 to 0.937;
-  earlier single runs 0.907 to 0.949).
+  is at least MIN_UTILISATION and at most UTIL_SLACK below the drop
+  run's in the same boot. Seen: 0.888 to 0.949 on a quiet host (0.888
+  with the drop run at 0.886, CI 2026-11-27), 0.822 with the model on
+  both cores beside the VM; the two runs within 0.03 of each other. The
+  bounds leave twice the worst shortfall (0.11 below the usual 0.93):
+  a run that leaves a third of the link idle fails.
 - ecn_delay: the ECN run's p95 queueing delay is at most the no-ECN run's
   times (1 + DELAY_SLACK), plus DELAY_FLOOR_MS (the same five runs:
   8.2 to 11.1 ms against 17.2 to 22.3 ms).
@@ -48,7 +52,8 @@ LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=4)
 AQM_LIMIT = 200                 # packets, ~5 BDP
 COPA_DELTA = "0.1"
 DELTA_MILLI = 100
-MIN_UTILISATION = 0.9
+MIN_UTILISATION = 0.7
+UTIL_SLACK = 0.1               # ECN below the drop run's, at most
 MODES = params.load().modes     # the copa_update tracepoint's mode=
 MODE_SLOW_START = params.load().mode("slow_start")
 DELAY_SLACK = 0.25              # relative, ECN vs no ECN p95
@@ -124,15 +129,18 @@ def utilisation(res):
 def ecn_utilisation():
     """Marks instead of drops: Copa still fills the link."""
     res, _ = aqm_run(True)
-    util = utilisation(res)
+    drop_res, _ = aqm_run(False)
+    util, drop_util = utilisation(res), utilisation(drop_res)
     ksft_pr(f"utilisation after {SETTLE_S} s with ECN {util:.3f}, without "
-            f"{utilisation(aqm_run(False)[0]):.3f}; bottleneck wire "
-            f"utilisation (whole run) {res.link_stats.wire_utilisation:.3f}"
-            f", without ECN "
-            f"{aqm_run(False)[0].link_stats.wire_utilisation:.3f}")
+            f"{drop_util:.3f}; bottleneck wire utilisation (whole run) "
+            f"{res.link_stats.wire_utilisation:.3f}, without ECN "
+            f"{drop_res.link_stats.wire_utilisation:.3f}")
     ksft_ge(_stats.get(True, {}).get("ecn_mark", 0), 1,
             "fq_codel marked packets")
-    ksft_ge(util, MIN_UTILISATION, "utilisation with ECN >= 0.9")
+    ksft_ge(util, MIN_UTILISATION,
+            f"utilisation with ECN >= {MIN_UTILISATION}")
+    ksft_ge(util, drop_util - UTIL_SLACK,
+            f"utilisation with ECN >= without ECN - {UTIL_SLACK}")
 
 
 def ecn_delay():
