@@ -45,7 +45,7 @@ from test_copa_link import run_once, throughput  # noqa: E402
 
 LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=2)
 RUN_S = 20
-MIN_UTIL = 0.85
+MIN_UTIL = 0.75               # seen 0.885 to 0.93, module and BPF alike
 MAX_QUEUE_SHARE = 0.25          # of the FIFO's delay, p95
 GOODPUT_TOL = 0.10              # |bpf / module - 1|
 
