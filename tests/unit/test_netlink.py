@@ -110,3 +110,42 @@ def test_copa_diag_runs():
                            "--all", "--json"], capture_output=True, text=True,
                           timeout=30, env=dict(os.environ, PYTHONPATH=TOOLS))
     assert proc.returncode == 0, proc.stderr
+
+
+def tcp_info_bytes(length, **fields):
+    """A struct tcp_info of ``length`` bytes with ``fields`` set."""
+    raw = bytearray(max(length, 248))
+    for name, kind, off in netlink.TCP_INFO_FIELDS:
+        if name in fields:
+            struct.pack_into("=" + kind, raw, off, fields[name])
+    return bytes(raw[:length])
+
+
+def test_tcp_info_of_any_length():
+    """A kernel sends tcp_info as far as it knows it: the fields that fit
+    are decoded, the others are absent, not 0; a longer struct than this
+    decoder knows is fine too."""
+    full = tcp_info_bytes(280, rtt_us=4000, bytes_sent=10 ** 10,
+                          total_rto_time_ms=7)
+    assert netlink.parse_tcp_info(full)["total_rto_time_ms"] == 7
+    old = netlink.parse_tcp_info(full[:192])     # 4.9's length
+    assert old["rtt_us"] == 4000
+    assert "bytes_sent" not in old and "total_rto_time_ms" not in old
+    assert netlink.parse_tcp_info(full[:104]).keys() >= {"total_retrans"}
+    assert "pacing_rate" not in netlink.parse_tcp_info(full[:110])
+
+
+def test_tcp_info_bit_fields_and_a_subset():
+    raw = bytearray(tcp_info_bytes(232, delivery_rate=125000, rtt_us=9))
+    raw[6] = 0x97                   # snd_wscale 7, rcv_wscale 9
+    raw[7] = 0x01                   # app-limited
+    info = netlink.parse_tcp_info(bytes(raw), frozenset(
+        ["delivery_rate", "delivery_rate_app_limited", "snd_wscale",
+         "rcv_wscale"]))
+    assert info == {"delivery_rate": 125000, "delivery_rate_app_limited": 1,
+                    "snd_wscale": 7, "rcv_wscale": 9}
+
+
+def test_tcp_info_unknown_field_is_refused():
+    with pytest.raises(ValueError, match="not tcp_info fields"):
+        netlink.parse_tcp_info(bytes(232), frozenset(["rtt"]))

@@ -17,15 +17,18 @@ kernel directly:
 Only the stable, documented layouts of <linux/inet_diag.h>, <linux/tcp.h>
 and <linux/gen_stats.h> are decoded.
 
-This is also copa-diag's decoder: ``parse_messages()`` splits a
-netlink buffer (rejecting zero-length, short and overlong messages),
-``inet_diag_request()`` builds a dump request and ``decode_inet_diag()``
-decodes one struct inet_diag_msg with its attributes.
+This is also copa-diag's and copa-fleet's decoder: ``parse_messages()``
+splits a netlink buffer (rejecting zero-length, short and overlong
+messages), ``inet_diag_request()`` builds a dump request,
+``decode_inet_diag()`` decodes one struct inet_diag_msg with its
+attributes, ``parse_tcp_info()`` a struct tcp_info of any length, and
+``destroy_listener()`` receives the last message of each TCP socket the
+kernel frees.
 """
 
 import contextlib
 import ctypes
-import ipaddress
+import functools
 import itertools
 import os
 import socket
@@ -46,6 +49,16 @@ INET_DIAG_INFO = 2
 INET_DIAG_VEGASINFO = 3
 INET_DIAG_CONG = 4
 INET_DIAG_MSG_LEN = 72
+INET_DIAG_COOKIE_OFFSET = 44    # idiag_cookie, little-endian
+INET_DIAG_COOKIE = struct.Struct("<Q")
+
+# The multicast groups on which the kernel sends a TCP socket's last
+# inet_diag message (tcp_info, no INET_DIAG_CONG) when it frees it.
+SKNLGRP_INET_TCP_DESTROY = 1
+SKNLGRP_INET6_TCP_DESTROY = 3
+SOL_NETLINK = 270
+NETLINK_ADD_MEMBERSHIP = 1
+SO_RCVBUFFORCE = 33            # Python's socket module lacks it
 
 RTM_GETQDISC = 38
 TCMSG = struct.Struct("=BxxxiIII")
@@ -57,24 +70,48 @@ TCA_STATS_QUEUE = 3
 TCP_STATES_ALL = 0xFFFFFFFF
 TCP_LISTEN_STATE = 10
 
-# (name, struct format, offset) of the struct tcp_info fields the lab uses.
+# (name, struct format, offset) of struct tcp_info's fields, <linux/tcp.h>
+# up to 6.7's tcpi_total_rto_time, named without the tcpi_ prefix (the
+# times with their unit). A kernel sends the struct as far as it knows
+# it: parse_tcp_info() decodes what fits and leaves the rest out.
 TCP_INFO_FIELDS = (
-    ("state", "B", 0),
-    ("ca_state", "B", 1),
-    ("snd_mss", "I", 16),
-    ("lost", "I", 32),
-    ("retrans", "I", 36),
-    ("rtt_us", "I", 68),
-    ("rttvar_us", "I", 72),
-    ("snd_cwnd", "I", 80),
-    ("total_retrans", "I", 100),
-    ("pacing_rate", "Q", 104),
-    ("bytes_acked", "Q", 120),
-    ("min_rtt_us", "I", 148),
+    ("state", "B", 0), ("ca_state", "B", 1), ("retransmits", "B", 2),
+    ("probes", "B", 3), ("backoff", "B", 4), ("options", "B", 5),
+    ("rto_us", "I", 8), ("ato_us", "I", 12),
+    ("snd_mss", "I", 16), ("rcv_mss", "I", 20),
+    ("unacked", "I", 24), ("sacked", "I", 28), ("lost", "I", 32),
+    ("retrans", "I", 36), ("fackets", "I", 40),
+    ("last_data_sent_ms", "I", 44), ("last_ack_sent_ms", "I", 48),
+    ("last_data_recv_ms", "I", 52), ("last_ack_recv_ms", "I", 56),
+    ("pmtu", "I", 60), ("rcv_ssthresh", "I", 64),
+    ("rtt_us", "I", 68), ("rttvar_us", "I", 72),
+    ("snd_ssthresh", "I", 76), ("snd_cwnd", "I", 80), ("advmss", "I", 84),
+    ("reordering", "I", 88), ("rcv_rtt_us", "I", 92),
+    ("rcv_space", "I", 96), ("total_retrans", "I", 100),
+    ("pacing_rate", "Q", 104), ("max_pacing_rate", "Q", 112),
+    ("bytes_acked", "Q", 120), ("bytes_received", "Q", 128),
+    ("segs_out", "I", 136), ("segs_in", "I", 140),
+    ("notsent_bytes", "I", 144), ("min_rtt_us", "I", 148),
+    ("data_segs_in", "I", 152), ("data_segs_out", "I", 156),
     ("delivery_rate", "Q", 160),
-    ("bytes_sent", "Q", 200),
-    ("bytes_retrans", "Q", 208),
+    ("busy_time_us", "Q", 168), ("rwnd_limited_us", "Q", 176),
+    ("sndbuf_limited_us", "Q", 184),
+    ("delivered", "I", 192), ("delivered_ce", "I", 196),
+    ("bytes_sent", "Q", 200), ("bytes_retrans", "Q", 208),
+    ("dsack_dups", "I", 216), ("reord_seen", "I", 220),
+    ("rcv_ooopack", "I", 224), ("snd_wnd", "I", 228),
+    ("rcv_wnd", "I", 232), ("rehash", "I", 236),
+    ("total_rto", "H", 240), ("total_rto_recoveries", "H", 242),
+    ("total_rto_time_ms", "I", 244),
 )
+# (name, byte offset, shift, width) of its bit fields (x86's order:
+# the first declared takes the low bits).
+TCP_INFO_BITS = (
+    ("snd_wscale", 6, 0, 4), ("rcv_wscale", 6, 4, 4),
+    ("delivery_rate_app_limited", 7, 0, 1),
+    ("fastopen_client_fail", 7, 1, 2),
+)
+TCP_INFO_NAMES = frozenset(f[0] for f in TCP_INFO_FIELDS + TCP_INFO_BITS)
 
 # family, state, timer, retrans, sockid (sport, dport, src, dst, if,
 # cookie), expires, rqueue, wqueue, uid, inode
@@ -157,6 +194,38 @@ def parse_messages(data):
         off += (length + 3) & ~3
 
 
+def destroy_listener(rcvbuf=32 << 20):
+    """A NETLINK_SOCK_DIAG socket that receives, for every IPv4 and IPv6
+    TCP socket of its namespace the kernel frees, its inet_diag message:
+    sock_diag_broadcast_destroy() filled by inet_diag_handler_get_info().
+
+    It must be bound before it joins the groups, or the kernel sends it
+    nothing. ``rcvbuf`` (SO_RCVBUFFORCE: root) holds the messages that
+    arrive while the caller is busy; more than that is lost, and recv()
+    says so with ENOBUFS.
+    """
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
+                         NETLINK_SOCK_DIAG)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+        sock.bind((0, 0))
+        for group in (SKNLGRP_INET_TCP_DESTROY, SKNLGRP_INET6_TCP_DESTROY):
+            sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def inet_diag_cookie(msg):
+    """The socket cookie of struct inet_diag_msg ``msg``, without decoding
+    the rest (NetlinkError if ``msg`` is too short)."""
+    if len(msg) < INET_DIAG_MSG.size:
+        raise NetlinkError(f"inet_diag message of {len(msg)} bytes, "
+                           f"expected at least {INET_DIAG_MSG.size}")
+    return INET_DIAG_COOKIE.unpack_from(msg, INET_DIAG_COOKIE_OFFSET)[0]
+
+
 def dump_replies(sock, seq):
     """Yield the payload of each reply to dump request ``seq`` on ``sock``
     until NLMSG_DONE; an NLMSG_ERROR reply raises OSError."""
@@ -199,15 +268,35 @@ def _attrs(buf, off=0):
     return out
 
 
-def parse_tcp_info(raw):
-    """Decode the struct tcp_info fields in TCP_INFO_FIELDS from ``raw``.
+@functools.lru_cache(maxsize=64)
+def _tcp_info_layout(length, names):
+    """(names, Struct, bits) decoding the fields in ``names`` (None: all)
+    that fit in ``length`` bytes, with one unpack_from()."""
+    if names is not None and not names <= TCP_INFO_NAMES:
+        raise ValueError("not tcp_info fields: "
+                         f"{sorted(names - TCP_INFO_NAMES)}")
+    fmt, pos, out = "=", 0, []
+    for name, kind, off in TCP_INFO_FIELDS:
+        end = off + struct.calcsize(kind)
+        if end <= length and (names is None or name in names):
+            fmt += f"{off - pos}x{kind}"
+            pos = end
+            out.append(name)
+    bits = tuple(b for b in TCP_INFO_BITS
+                 if b[1] < length and (names is None or b[0] in names))
+    return tuple(out), struct.Struct(fmt), bits
 
-    Fields beyond the end of ``raw`` (older kernels) are left out.
+
+def parse_tcp_info(raw, names=None):
+    """Decode struct tcp_info from ``raw``, of any length, into {name:
+    value}: the fields in ``names`` (a frozenset of TCP_INFO_FIELDS' and
+    TCP_INFO_BITS' names; None for all). A field that does not fit in
+    ``raw`` (an older kernel's shorter struct) is left out, not 0.
     """
-    info = {}
-    for name, fmt, off in TCP_INFO_FIELDS:
-        if off + struct.calcsize(fmt) <= len(raw):
-            info[name] = struct.unpack_from("=" + fmt, raw, off)[0]
+    fields, layout, bits = _tcp_info_layout(len(raw), names)
+    info = dict(zip(fields, layout.unpack_from(raw)))
+    for name, off, shift, width in bits:
+        info[name] = (raw[off] >> shift) & ((1 << width) - 1)
     return info
 
 
@@ -221,15 +310,19 @@ def inet_diag_request(family, ext, states=TCP_STATES_ALL, seq=1):
 
 
 def _address(family, raw):
-    return str(ipaddress.ip_address(raw[:4 if family == socket.AF_INET
-                                         else 16]))
+    if family == socket.AF_INET:
+        return socket.inet_ntop(family, raw[:4])
+    if family == socket.AF_INET6:
+        return socket.inet_ntop(family, raw)
+    raise NetlinkError(f"inet_diag message of address family {family}")
 
 
-def decode_inet_diag(msg):
+def decode_inet_diag(msg, info_names=None):
     """Decode one struct inet_diag_msg and its attributes: family, state,
-    src, dst (addresses), sport, dport, cookie, cc, info (parse_tcp_info,
-    when asked for) and vegas (the struct tcpvegas_info fields, when the
-    algorithm answers with it). NetlinkError if ``msg`` is too short."""
+    src, dst (addresses), sport, dport, cookie, cc, info (parse_tcp_info
+    of ``info_names``, when the message carries tcp_info) and vegas (the
+    struct tcpvegas_info fields, when the algorithm answers with it).
+    NetlinkError if ``msg`` is too short or not of AF_INET or AF_INET6."""
     if len(msg) < INET_DIAG_MSG.size:
         raise NetlinkError(f"inet_diag message of {len(msg)} bytes, "
                            f"expected at least {INET_DIAG_MSG.size}")
@@ -244,7 +337,7 @@ def decode_inet_diag(msg):
              "cc": attrs.get(INET_DIAG_CONG, b"").split(b"\0")[0].decode(
                  errors="replace")}
     if INET_DIAG_INFO in attrs:
-        entry["info"] = parse_tcp_info(attrs[INET_DIAG_INFO])
+        entry["info"] = parse_tcp_info(attrs[INET_DIAG_INFO], info_names)
     vegas = attrs.get(INET_DIAG_VEGASINFO)
     if vegas and len(vegas) >= 16:
         entry["vegas"] = dict(zip(
