@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: GPL-2.0
+"""copa-fleet: every TCP connection's tcp_info, recorded and reported.
+
+    copa-fleet collect [--interval S] [--sample F] [--state-dir DIR] ...
+    copa-fleet report [--state-dir DIR] [--hours H] [--baseline CC] ...
+
+collect samples every TCP socket of the host through inet_diag and
+records each connection's final state at close, as JSON lines under the
+state directory; report reads them with chDB (ClickHouse's engine in
+this process) and prints per-cc and per-prefix tables.
+Documentation/fleet.rst is the operator's guide.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import time
+
+from . import queries, store
+
+STATE_DIR = "/var/lib/copa-fleet"
+
+
+def records_dir(state_dir):
+    return os.path.join(state_dir, "records")
+
+
+def positive(kind):
+    def parse(text):
+        v = kind(text)
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"{text}: must be positive")
+        return v
+    return parse
+
+
+def cmd_collect(args):
+    from . import collector
+
+    try:
+        prefixes = collector.Prefixes(args.prefix_v4, args.prefix_v6)
+        if not 0 < args.sample <= 1:
+            raise ValueError(f"--sample {args.sample}: in (0, 1]")
+        if args.interval < 1:
+            raise ValueError(f"--interval {args.interval}: at least 1 s "
+                             "(records are keyed by the second)")
+    except ValueError as err:
+        sys.exit(f"copa-fleet collect: {err}")
+    try:
+        jsonl = store.JsonlStore(records_dir(args.state_dir), args.host,
+                                 rotate_bytes=args.rotate_mb << 20,
+                                 rotate_s=args.rotate_s,
+                                 keep_days=args.keep_days)
+    except OSError as err:
+        sys.exit(f"copa-fleet collect: {args.state_dir}: {err.strerror}")
+    if jsonl.recovered_bytes:
+        print(f"copa-fleet: cut {jsonl.recovered_bytes} bytes of a torn "
+              f"last line left by a stopped collector", file=sys.stderr)
+    try:
+        coll = collector.Collector([jsonl], host=jsonl.host,
+                                   fraction=args.sample, prefixes=prefixes,
+                                   netns=args.netns)
+    except OSError as err:
+        sys.exit(f"copa-fleet collect: sock_diag: {err.strerror or err} "
+                 f"(root, or CAP_NET_ADMIN, is needed)")
+    stopping = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.append(True))
+    try:
+        coll.run(args.interval, stop=lambda: bool(stopping),
+                 sweeps=args.sweeps)
+        coll.emit(coll.closes())
+    finally:
+        jsonl.close()
+        coll.close()
+    print(f"copa-fleet: {coll.stats}", file=sys.stderr)
+
+
+def cmd_report(args):
+    from . import report
+
+    end = time.time() + 1
+    start = end - args.hours * 3600 if args.hours else 0
+    try:
+        engine = queries.Chdb()
+        with tempfile.TemporaryDirectory(prefix="copa-fleet-") as scratch:
+            files = store.snapshot(records_dir(args.state_dir), scratch)
+            if not files:
+                raise report.ReportError(
+                    f"no records under {records_dir(args.state_dir)}")
+            source = queries.file_source(files)
+            tables = report.build(engine, source, start, end, args.baseline)
+            if args.csv:
+                os.makedirs(args.csv, exist_ok=True)
+                for name, rows in tables.items():
+                    with open(os.path.join(args.csv, f"{name}.csv"),
+                              "w") as f:
+                        f.write(report.to_csv(rows))
+            if args.plots:
+                os.makedirs(args.plots, exist_ok=True)
+                report.plots(engine, source, start, end, args.plots,
+                             args.window)
+    except (report.ReportError, queries.QueryError, OSError) as err:
+        sys.exit(f"copa-fleet report: {err}")
+    for name, rows in tables.items():
+        print(report.markdown(rows, report.TITLES[name]))
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="copa-fleet",
+                                description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect", help="sample sockets, record closes")
+    c.add_argument("--state-dir", default=STATE_DIR,
+                   help=f"where records go (default {STATE_DIR})")
+    c.add_argument("--interval", type=float, default=10.0,
+                   help="seconds between sweeps (default 10)")
+    c.add_argument("--sample", type=float, default=1.0,
+                   help="fraction of sockets recorded, by socket cookie "
+                        "(default 1)")
+    c.add_argument("--prefix-v4", type=int, default=24,
+                   help="peer prefix length for IPv4 (default 24)")
+    c.add_argument("--prefix-v6", type=int, default=56,
+                   help="peer prefix length for IPv6 (default 56)")
+    c.add_argument("--host", help="host name in records (default: "
+                                  "this host's)")
+    c.add_argument("--netns", help="collect in this network namespace "
+                                   "(a name under /run/netns)")
+    c.add_argument("--rotate-mb", type=positive(int), default=64,
+                   help="start a new file at this size (default 64)")
+    c.add_argument("--rotate-s", type=positive(float), default=3600,
+                   help="... or at this age in seconds (default 3600)")
+    c.add_argument("--keep-days", type=positive(float), default=None,
+                   help="remove record files older than this")
+    c.add_argument("--sweeps", type=positive(int), default=None,
+                   help="stop after this many sweeps (default: never)")
+    c.set_defaults(func=cmd_collect)
+    r = sub.add_parser("report", help="per-cc and per-prefix tables")
+    r.add_argument("--state-dir", default=STATE_DIR,
+                   help=f"where the records are (default {STATE_DIR})")
+    r.add_argument("--hours", type=positive(float),
+                   help="only the last H hours (default: everything)")
+    r.add_argument("--baseline", help="cc the RTT reduction is against, "
+                                      "e.g. cubic")
+    r.add_argument("--csv", metavar="DIR",
+                   help="also write each table as DIR/NAME.csv")
+    r.add_argument("--plots", metavar="DIR",
+                   help="write cdf.png, worst_prefixes.png and "
+                        "rate_vs_rtt.png into DIR (matplotlib)")
+    r.add_argument("--window", type=positive(int), default=300,
+                   help="seconds per window of the prefixes-over-time "
+                        "plot (default 300)")
+    r.set_defaults(func=cmd_report)
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

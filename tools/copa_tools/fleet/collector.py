@@ -1,0 +1,378 @@
+# SPDX-License-Identifier: GPL-2.0
+"""copa-fleet collect: sample every TCP socket's tcp_info, and record
+each connection's final state when the kernel frees it.
+
+Sweeps: one NETLINK_SOCK_DIAG dump per address family every interval,
+asking only for INET_DIAG_INFO, INET_DIAG_CONG and INET_DIAG_VEGASINFO
+(Copa's mode) for connected states. A socket is sampled when a hash of
+its cookie falls under the sampling fraction, so it stays sampled (or
+not) for its whole life, across collector restarts too; its cookie is
+read before anything else is decoded.
+
+Closes: the kernel multicasts each freed TCP socket's inet_diag message
+(struct tcp_info, final) on SKNLGRP_INET_TCP_DESTROY and
+SKNLGRP_INET6_TCP_DESTROY; the collector listens there rather than
+polling or loading a sock_ops program. That message carries no
+INET_DIAG_CONG (inet_diag_handler_get_info() adds only tcp_info), so the
+final record takes the cc, delta and mode from the socket's last sweep;
+a connection that opened and closed between two sweeps has an empty cc.
+The kernel frees a socket once, so each close is recorded once.
+"""
+
+import errno
+import os
+import socket
+import struct
+import sys
+import time
+
+from .. import netlink, params
+from . import schema
+
+# Connected states (linux/tcp_states.h): no LISTEN, SYN_RECV (request
+# sockets carry no tcp_info), TIME_WAIT or CLOSE.
+TCP_ESTABLISHED, TCP_SYN_SENT, TCP_FIN_WAIT1, TCP_FIN_WAIT2 = 1, 2, 4, 5
+TCP_CLOSE_WAIT, TCP_LAST_ACK, TCP_CLOSING = 8, 9, 11
+STATES = sum(1 << s for s in (TCP_ESTABLISHED, TCP_SYN_SENT, TCP_FIN_WAIT1,
+                              TCP_FIN_WAIT2, TCP_CLOSE_WAIT, TCP_LAST_ACK,
+                              TCP_CLOSING))
+EXT = sum(1 << (a - 1) for a in (netlink.INET_DIAG_INFO,
+                                 netlink.INET_DIAG_VEGASINFO,
+                                 netlink.INET_DIAG_CONG))
+
+# (column, tcp_info field, multiplier): tcp_info's rates are bytes/s.
+FROM_TCP_INFO = (
+    ("delivery_rate_bps", "delivery_rate", 8),
+    ("app_limited", "delivery_rate_app_limited", 1),
+    ("min_rtt_us", "min_rtt_us", 1),
+    ("srtt_us", "rtt_us", 1),
+    ("rttvar_us", "rttvar_us", 1),
+    ("bytes_acked", "bytes_acked", 1),
+    ("bytes_sent", "bytes_sent", 1),
+    ("bytes_retrans", "bytes_retrans", 1),
+    ("lost_segs", "lost", 1),
+    ("retrans_segs", "retrans", 1),
+    ("total_retrans_segs", "total_retrans", 1),
+    ("cwnd_segs", "snd_cwnd", 1),
+    ("busy_us", "busy_time_us", 1),
+    ("rwnd_limited_us", "rwnd_limited_us", 1),
+    ("sndbuf_limited_us", "sndbuf_limited_us", 1),
+)
+INFO_NAMES = frozenset([f for _, f, _ in FROM_TCP_INFO] + ["pacing_rate"])
+UNPACED = (1 << 64) - 1         # tcpi_pacing_rate when nothing paces
+
+MODULE_CCS = {"copa": "tcp_copa", "copa_policer": "tcp_copa"}
+BPF_CCS = ("bpf_copa", "bpf_copa_pol")
+HASH_MULT = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads the cookies
+U64 = 1 << 64
+
+
+def sampled(cookie, fraction):
+    """Whether the socket of ``cookie`` is in a ``fraction`` sample: the
+    same answer for the same cookie, every time."""
+    return (cookie * HASH_MULT) % U64 < fraction * U64
+
+
+class Prefixes:
+    """The peer's prefix at a length per family, as a network string;
+    an IPv4-mapped IPv6 peer (::ffff:a.b.c.d) counts as IPv4."""
+
+    def __init__(self, v4=24, v6=56):
+        if not 0 <= v4 <= 32 or not 0 <= v6 <= 128:
+            raise ValueError(f"prefix lengths /{v4} (IPv4: 0 to 32) and "
+                             f"/{v6} (IPv6: 0 to 128)")
+        self.v4, self.v6 = v4, v6
+        self.cache = {}
+
+    def of(self, family, raw):
+        """The prefix of the 16 bytes ``raw`` (idiag_dst) of ``family``."""
+        p = self.cache.get(raw)
+        if p is None:
+            if len(self.cache) > 65536:
+                self.cache.clear()
+            p = self.cache[raw] = self._compute(family, raw)
+        return p
+
+    def _compute(self, family, raw):
+        if family == socket.AF_INET6 and raw[:12] == bytes(10) + b"\xff\xff":
+            family, raw = socket.AF_INET, raw[12:]
+        bits, size = (self.v4, 4) if family == socket.AF_INET \
+            else (self.v6, 16)
+        n = int.from_bytes(raw[:size], "big")
+        n &= ~((1 << (size * 8 - bits)) - 1)
+        net = socket.inet_ntop(family, n.to_bytes(size, "big"))
+        return f"{net}/{bits}"
+
+
+class CopaState:
+    """Copa's delta and mode for one sweep: the module's from its
+    namespace's sysctl and the socket's tcpvegas_info, bpf_copa's from
+    the BPF build's copa_flows map (read once per sweep, only if a
+    bpf_copa socket shows up)."""
+
+    MODES = None
+
+    def __init__(self, netns_ino, sysctl_dir):
+        if CopaState.MODES is None:
+            CopaState.MODES = params.load().modes
+        self.netns_ino = netns_ino
+        self.sysctl_dir = sysctl_dir
+        self.module_delta = {}
+        self.flows = None
+
+    def _module_delta(self, group):
+        if group not in self.module_delta:
+            try:
+                with open(os.path.join(self.sysctl_dir, group,
+                                       "delta")) as f:
+                    self.module_delta[group] = float(f.read())
+            except (OSError, ValueError):
+                self.module_delta[group] = None
+        return self.module_delta[group]
+
+    def available(self):
+        """The namespace's tcp_available_congestion_control."""
+        try:
+            with open(os.path.join(
+                    self.sysctl_dir,
+                    "tcp_available_congestion_control")) as f:
+                return f.read().split()
+        except OSError:
+            return []
+
+    def _bpf_flows(self):
+        if self.flows is None:
+            from .. import bpf_cli
+            try:
+                self.flows = {(f["saddr"], f["daddr"], f["sport"],
+                               f["dport"]): f for f in bpf_cli.flows()
+                              if f["netns"] == self.netns_ino}
+            except Exception as err:    # bpftool missing, map not pinned
+                print(f"copa-fleet: copa_flows: {err}", file=sys.stderr)
+                self.flows = {}
+        return self.flows
+
+    def of(self, diag):
+        """(delta, mode) of the socket ``diag`` (decode_inet_diag's), or
+        (None, None) for an algorithm other than Copa."""
+        cc = diag["cc"]
+        if cc in MODULE_CCS:
+            vegas = diag.get("vegas")
+            mode = vegas and self.MODES.get(vegas["tcpv_enabled"],
+                                            str(vegas["tcpv_enabled"]))
+            return self._module_delta(MODULE_CCS[cc]), mode
+        if cc in BPF_CCS:
+            f = self._bpf_flows().get((_unmapped(diag["src"]),
+                                       _unmapped(diag["dst"]),
+                                       diag["sport"], diag["dport"]))
+            if f:
+                return f["delta"] / 1000, self.MODES.get(f["mode"],
+                                                         str(f["mode"]))
+        return None, None
+
+
+def _unmapped(addr):
+    return addr[7:] if addr.startswith("::ffff:") and "." in addr else addr
+
+
+def record(diag, kind, now, host, prefix, cc, delta, mode, first_seen):
+    """One schema record from decode_inet_diag()'s ``diag``."""
+    r = {"time": int(now), "host": host, "kind": kind,
+         "cookie": diag["cookie"], "local_addr": diag["src"],
+         "local_port": diag["sport"], "peer_addr": diag["dst"],
+         "peer_port": diag["dport"], "peer_prefix": prefix, "cc": cc,
+         "ab_arm": "", "age_ms": max(0, int((now - first_seen) * 1000))}
+    if delta is not None:
+        r["copa_delta"] = delta
+    if mode is not None:
+        r["copa_mode"] = mode
+    info = diag.get("info", {})
+    for column, field, mult in FROM_TCP_INFO:
+        if field in info:
+            r[column] = info[field] * mult
+    pacing = info.get("pacing_rate")
+    if pacing is not None and pacing != UNPACED:
+        r["pacing_rate_bps"] = pacing * 8
+    return r
+
+
+class Collector:
+    """Sweeps and close events of one network namespace (``netns`` a
+    name under /run/netns, None for the caller's), handed to ``sinks``
+    (objects with write(records)) as lists of schema records."""
+
+    def __init__(self, sinks, host=None, fraction=1.0, prefixes=None,
+                 netns=None, max_pending=1_000_000, log=None):
+        if not 0 < fraction <= 1:
+            raise ValueError(f"sampling fraction {fraction}: in (0, 1]")
+        self.sinks = list(sinks)
+        self.host = host or socket.gethostname()
+        self.fraction = fraction
+        self.prefixes = prefixes or Prefixes()
+        self.max_pending = max_pending
+        self.log = log or (lambda msg: print(f"copa-fleet: {msg}",
+                                             file=sys.stderr, flush=True))
+        self.diag = netlink.socket_in_netns(netns, netlink.NETLINK_SOCK_DIAG)
+        if netns is None:
+            self.destroy = netlink.destroy_listener()
+            self.netns_ino = os.stat("/proc/self/ns/net").st_ino
+            self.sysctl_fd = os.open("/proc/sys/net/ipv4", os.O_RDONLY)
+        else:
+            with netlink.in_netns(netns):
+                self.destroy = netlink.destroy_listener()
+                self.sysctl_fd = os.open("/proc/sys/net/ipv4", os.O_RDONLY)
+            self.netns_ino = os.stat(f"/run/netns/{netns}").st_ino
+        self.sysctl_dir = f"/proc/self/fd/{self.sysctl_fd}"
+        self.seen = {}          # cookie -> (first seen, cc, delta, mode)
+        self.ccs_checked = set()
+        self.pending = {id(s): [] for s in self.sinks}
+        self.stats = {"samples": 0, "finals": 0, "bad_messages": 0,
+                      "lost_closes": 0, "dropped": 0}
+
+    def close(self):
+        self.diag.close()
+        self.destroy.close()
+        os.close(self.sysctl_fd)
+
+    def _bad(self, what, err):
+        self.stats["bad_messages"] += 1
+        self.log(f"{what}: {err}; message skipped")
+
+    def sweep(self, now=None):
+        """One dump of every sampled socket: a list of 'sample' records."""
+        now = time.time() if now is None else now
+        copa = CopaState(self.netns_ino, self.sysctl_dir)
+        out = []
+        for family in (socket.AF_INET, socket.AF_INET6):
+            seq = next(netlink._seq)
+            self.diag.send(netlink.inet_diag_request(family, EXT, STATES,
+                                                     seq))
+            for msg in netlink.dump_replies(self.diag, seq):
+                r = self._sample(msg, now, copa)
+                if r:
+                    out.append(r)
+        self.stats["samples"] += len(out)
+        return out
+
+    def _sample(self, msg, now, copa):
+        try:
+            if not sampled(netlink.inet_diag_cookie(msg), self.fraction):
+                return None
+            diag = netlink.decode_inet_diag(msg, INFO_NAMES)
+        except (netlink.NetlinkError, struct.error) as err:
+            self._bad("sock_diag dump", err)
+            return None
+        first = self.seen.get(diag["cookie"])
+        if first and not diag["cc"]:    # a closing socket may not say
+            diag["cc"] = first[1]
+        self._check_cc(diag["cc"], copa)
+        delta, mode = copa.of(diag)
+        first_seen = first[0] if first else now
+        self.seen[diag["cookie"]] = (first_seen, diag["cc"], delta, mode)
+        return record(diag, schema.SAMPLE, now, self.host,
+                      self.prefixes.of(diag["family"], msg[24:40]),
+                      diag["cc"], delta, mode, first_seen)
+
+    def _check_cc(self, cc, copa):
+        """Say once which recorded cc names the kernel does not list as
+        available (a module unloaded since, or a garbled name); the
+        records keep the name as it came."""
+        if not cc or cc in self.ccs_checked:
+            return
+        self.ccs_checked.add(cc)
+        if cc not in copa.available():
+            self.log(f"congestion control {cc!r} is not in "
+                     f"tcp_available_congestion_control; recorded as is")
+
+    def closes(self, now=None):
+        """Read the close messages waiting, without blocking: a list of
+        'final' records."""
+        out = []
+        while True:
+            try:
+                data = self.destroy.recv(1 << 20, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            except OSError as err:
+                if err.errno != errno.ENOBUFS:
+                    raise
+                self.stats["lost_closes"] += 1
+                self.log("close events lost: the kernel's buffer for them "
+                         "overflowed (raise --close-buffer)")
+                continue
+            t = time.time() if now is None else now
+            try:
+                messages = list(netlink.parse_messages(data))
+            except netlink.NetlinkError as err:
+                self._bad("close event", err)
+                continue
+            for typ, _, body in messages:
+                if typ == netlink.SOCK_DIAG_BY_FAMILY:
+                    r = self._final(body, t)
+                    if r:
+                        out.append(r)
+        self.stats["finals"] += len(out)
+        return out
+
+    def _final(self, msg, now):
+        try:
+            if not sampled(netlink.inet_diag_cookie(msg), self.fraction):
+                return None
+            diag = netlink.decode_inet_diag(msg, INFO_NAMES)
+        except (netlink.NetlinkError, struct.error) as err:
+            self._bad("close event", err)
+            return None
+        if diag["dport"] == 0:          # a listener or never connected
+            self.seen.pop(diag["cookie"], None)
+            return None
+        first_seen, cc, delta, mode = self.seen.pop(
+            diag["cookie"], (now, "", None, None))
+        return record(diag, schema.FINAL, now, self.host,
+                      self.prefixes.of(diag["family"], msg[24:40]),
+                      cc, delta, mode, first_seen)
+
+    def emit(self, records):
+        """Hand ``records`` to every sink. A sink that fails keeps its
+        records, in order, for the next emit() (up to max_pending, beyond
+        which the oldest are dropped and counted)."""
+        for sink in self.sinks:
+            queue = self.pending[id(sink)]
+            queue.extend(records)
+            if not queue:
+                continue
+            try:
+                sink.write(queue)
+            except OSError as err:
+                self.log(f"{err}; {len(queue)} records held, retried at "
+                         f"the next write")
+                excess = len(queue) - self.max_pending
+                if excess > 0:
+                    del queue[:excess]
+                    self.stats["dropped"] += excess
+                    self.log(f"{excess} records dropped: more than "
+                             f"{self.max_pending} held")
+                continue
+            queue.clear()
+
+    def run(self, interval=10.0, flush_s=1.0, stop=lambda: False,
+            sweeps=None):
+        """Sweep every ``interval`` seconds and write close records at
+        most every ``flush_s`` (the kernel holds them meanwhile: one
+        write and fsync per second, not per close), until stop() is true
+        or after ``sweeps`` sweeps."""
+        next_sweep = time.monotonic()
+        while not stop():
+            now = time.monotonic()
+            if now >= next_sweep:
+                self.emit(self.closes() + self.sweep())
+                if sweeps is not None:
+                    sweeps -= 1
+                    if sweeps <= 0:
+                        return
+                next_sweep += interval
+                if next_sweep < now:        # a sweep longer than interval
+                    next_sweep = now + interval
+            time.sleep(max(0.0, min(flush_s,
+                                    next_sweep - time.monotonic())))
+            self.emit(self.closes())
+

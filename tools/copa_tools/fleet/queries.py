@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: GPL-2.0
+"""copa-fleet's queries, written once in ClickHouse SQL.
+
+Each query reads ``{source}``: on one host, chDB's file() over the
+store's JSON lines (file_source(), with schema.py's structure); in a
+fleet, the server's table (schema.TABLE). The text is the subset both
+ClickHouse 18.16 (Debian bookworm's server) and chDB's 26.9 engine take:
+no window functions (the prefixes are computed by the collector), no
+DateTime64, windows by intDiv() rather than toStartOfInterval(); an
+aggregate over a Nullable column goes through -If with ifNull(), since
+18.16 cannot put quantiles' Array into a Nullable. Quantiles are
+t-digests (quantilesTDigest): bounded memory on a day of records, within
+about 1% of the exact value.
+
+Statistics are per record: a connection counts once per sweep that saw
+it (about once per interval of its life) and once at close. Delivery
+rate leaves out application-limited records. Retransmission overhead is
+Facebook's: over the connections of a group, the bytes retransmitted
+over the bytes acked, each connection's counters taken at their largest
+(its last record).
+"""
+
+import json
+import os
+
+from . import schema
+
+RATE_LEVELS = (0.5, 0.1, 0.01)                  # median, p10, p1
+RTT_LEVELS = (0.5, 0.75, 0.9, 0.95, 0.99)
+CDF_LEVELS = tuple(round(i / 100, 2) for i in range(1, 100))
+GROUPS = {"cc": ("cc",), "prefix": ("peer_prefix", "cc")}
+
+RATE_OK = ("isNotNull(delivery_rate_bps) AND ifNull(app_limited, 1) = 0")
+
+
+def _levels(levels):
+    return ", ".join(str(x) for x in levels)
+
+
+def _quantiles(column, levels, condition=None):
+    cond = condition or f"isNotNull({column})"
+    return (f"quantilesTDigestIf({_levels(levels)})"
+            f"(toFloat64(ifNull({column}, 0)), {cond})")
+
+
+def _between(start, end):
+    return f"time >= {int(start)} AND time < {int(end)}"
+
+
+def summary(source, keys, start, end):
+    """Per group: connections, records, rate_q (delivery rate at
+    RATE_LEVELS, over the rate_records not app-limited), srtt_q and
+    min_rtt_q (at RTT_LEVELS). An alias never takes a column's name: the
+    engine would read the aggregate where the column is meant."""
+    k = ", ".join(keys)
+    return f"""SELECT {k},
+    uniqExact(host, cookie) AS connections,
+    count() AS records,
+    countIf({RATE_OK}) AS rate_records,
+    {_quantiles("delivery_rate_bps", RATE_LEVELS, RATE_OK)} AS rate_q,
+    {_quantiles("srtt_us", RTT_LEVELS)} AS srtt_q,
+    {_quantiles("min_rtt_us", RTT_LEVELS)} AS min_rtt_q
+FROM {source}
+WHERE {_between(start, end)}
+GROUP BY {k}
+ORDER BY {k}"""
+
+
+def retrans(source, keys, start, end):
+    """Per group: bytes acked and retransmitted by its connections, and
+    their ratio, the retransmission overhead."""
+    k = ", ".join(keys)
+    return f"""SELECT {k},
+    count() AS connections,
+    sum(acked) AS bytes_acked,
+    sum(retrans) AS bytes_retrans,
+    sum(retrans) / greatest(sum(acked), 1) AS retrans_overhead
+FROM (
+    SELECT {k}, host, cookie,
+        max(ifNull(bytes_acked, 0)) AS acked,
+        max(ifNull(bytes_retrans, 0)) AS retrans
+    FROM {source}
+    WHERE {_between(start, end)}
+    GROUP BY {k}, host, cookie
+)
+GROUP BY {k}
+ORDER BY {k}"""
+
+
+def cdf(source, column, start, end):
+    """Per cc: ``column`` at CDF_LEVELS (delivery rate: not app-limited)."""
+    cond = RATE_OK if column == "delivery_rate_bps" else None
+    return f"""SELECT cc,
+    {_quantiles(column, CDF_LEVELS, cond)} AS points
+FROM {source}
+WHERE {_between(start, end)}
+GROUP BY cc
+ORDER BY cc"""
+
+
+def windows(source, window_s, start, end):
+    """Per window of ``window_s`` seconds, prefix and cc: the controller's
+    query. Records, srtt_q (srtt at p50 and p90), rate_q (delivery rate
+    at its median and p10)."""
+    w = int(window_s)
+    return f"""SELECT intDiv(toUInt32(time), {w}) * {w} AS window_start,
+    peer_prefix, cc,
+    count() AS records,
+    {_quantiles("srtt_us", (0.5, 0.9))} AS srtt_q,
+    {_quantiles("delivery_rate_bps", (0.5, 0.1), RATE_OK)} AS rate_q
+FROM {source}
+WHERE {_between(start, end)}
+GROUP BY window_start, peer_prefix, cc
+ORDER BY window_start, peer_prefix, cc"""
+
+
+def span(source):
+    """The first and last record's time, and the ccs recorded."""
+    return f"""SELECT min(toUInt32(time)) AS first, max(toUInt32(time)) AS last,
+    count() AS records, groupUniqArray(cc) AS ccs
+FROM {source}"""
+
+
+def every_query(source, start=0, end=2 ** 32 - 1):
+    """Every query of this module over ``source``: what the tests run on
+    each engine."""
+    out = {"span": span(source), "windows": windows(source, 60, start, end)}
+    for group, keys in GROUPS.items():
+        out[f"summary_{group}"] = summary(source, keys, start, end)
+        out[f"retrans_{group}"] = retrans(source, keys, start, end)
+    for column in ("delivery_rate_bps", "srtt_us", "min_rtt_us"):
+        out[f"cdf_{column}"] = cdf(source, column, start, end)
+    return out
+
+
+def _quote(text):
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def file_source(paths):
+    """chDB's source over the JSON lines files ``paths``: one file() per
+    directory, naming its files ({a,b,...}), with schema.py's structure."""
+    if not paths:
+        raise ValueError("no record files to query")
+    by_dir = {}
+    for p in paths:
+        by_dir.setdefault(os.path.dirname(p), []).append(os.path.basename(p))
+    parts = []
+    for directory, names in sorted(by_dir.items()):
+        pattern = names[0] if len(names) == 1 \
+            else "{" + ",".join(names) + "}"
+        parts.append(f"SELECT * FROM file("
+                     f"{_quote(os.path.join(directory, pattern))}, "
+                     f"'JSONEachRow', {_quote(schema.structure())})")
+    return "(" + " UNION ALL ".join(parts) + ")"
+
+
+def parse_rows(text):
+    """A JSONEachRow answer as a list of dicts. 18.16 quotes 64-bit
+    integers and current servers do not: the callers convert."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+class QueryError(RuntimeError):
+    """The engine refused a query."""
+
+
+class Chdb:
+    """The embedded engine: chDB in this process."""
+
+    def __init__(self):
+        try:
+            import chdb
+        except ImportError as err:
+            raise QueryError(
+                "the embedded store needs chDB: pip install chdb (in a "
+                "source tree, scripts/deps installs it; see "
+                "Documentation/fleet.rst)") from err
+        self.chdb = chdb
+
+    def rows(self, sql):
+        try:
+            return parse_rows(self.chdb.query(sql, "JSONEachRow").bytes()
+                              .decode())
+        except Exception as err:        # chDB raises its own RuntimeError
+            raise QueryError(f"chDB: {err}") from err
