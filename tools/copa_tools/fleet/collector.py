@@ -19,6 +19,7 @@ a connection that opened and closed between two sweeps has an empty cc.
 The kernel frees a socket once, so each close is recorded once.
 """
 
+import contextlib
 import errno
 import os
 import socket
@@ -212,22 +213,23 @@ class Collector:
         self.max_pending = max_pending
         self.log = log or (lambda msg: print(f"copa-fleet: {msg}",
                                              file=sys.stderr, flush=True))
-        self.diag = netlink.socket_in_netns(netns, netlink.NETLINK_SOCK_DIAG)
-        if netns is None:
-            self.destroy = netlink.destroy_listener()
-            self.netns_ino = os.stat("/proc/self/ns/net").st_ino
-            self.sysctl_fd = os.open("/proc/sys/net/ipv4", os.O_RDONLY)
-        else:
-            with netlink.in_netns(netns):
-                self.destroy = netlink.destroy_listener()
-                self.sysctl_fd = os.open("/proc/sys/net/ipv4", os.O_RDONLY)
-            self.netns_ino = os.stat(f"/run/netns/{netns}").st_ino
-        self.sysctl_dir = f"/proc/self/fd/{self.sysctl_fd}"
+        self._open(netns)
         self.seen = {}          # cookie -> (first seen, cc, delta, mode)
         self.ccs_checked = set()
         self.pending = {id(s): [] for s in self.sinks}
         self.stats = {"samples": 0, "finals": 0, "bad_messages": 0,
                       "lost_closes": 0, "dropped": 0}
+
+    def _open(self, netns):
+        """The namespace's sockets: diag (sweeps), destroy (closes), and
+        its sysctls (sysctl_dir) and inode number (netns_ino)."""
+        self.diag = netlink.socket_in_netns(netns, netlink.NETLINK_SOCK_DIAG)
+        path = f"/run/netns/{netns}" if netns else "/proc/self/ns/net"
+        with netlink.in_netns(netns) if netns else contextlib.nullcontext():
+            self.destroy = netlink.destroy_listener()
+            self.sysctl_fd = os.open("/proc/sys/net/ipv4", os.O_RDONLY)
+        self.netns_ino = os.stat(path).st_ino
+        self.sysctl_dir = f"/proc/self/fd/{self.sysctl_fd}"
 
     def close(self):
         self.diag.close()
