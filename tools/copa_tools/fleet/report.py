@@ -197,7 +197,7 @@ def plots(engine, source, start, end, directory, window_s=300, worst=5):
     sc = ax.scatter([r["srtt_p50_ms"] for r in pts],
                     [r[RATE_NAMES[0]] for r in pts],
                     c=[r["retrans_overhead"] or 0 for r in pts],
-                    cmap="viridis")
+                    cmap="viridis", vmin=0)
     for r in pts:
         ax.annotate(f"{r['peer_prefix']} {r['cc']}",
                     (r["srtt_p50_ms"], r[RATE_NAMES[0]]), fontsize=7)

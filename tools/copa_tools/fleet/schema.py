@@ -15,6 +15,9 @@ enum: xTCP's enum showed copa as UNKNOWN.
 
 (host, cookie, time, kind) is a record's unique key: a batch sent twice
 can be told from two batches.
+
+``python3 -m copa_tools.fleet.schema`` prints the columns as the table
+in Documentation/fleet.rst (a unit test checks that they agree).
 """
 
 from collections import namedtuple
@@ -118,3 +121,18 @@ def check(record):
     if record["kind"] not in KINDS:
         raise RecordError(f"record {record['cookie']!r}: kind "
                           f"{record['kind']!r} is not one of {KINDS}")
+
+
+def rst_table():
+    """COLUMNS as the reStructuredText list-table of fleet.rst."""
+    lines = [".. list-table::", "   :header-rows: 1",
+             "   :widths: 20 20 60", "",
+             "   * - column", "     - ClickHouse type", "     - meaning"]
+    for c in COLUMNS:
+        lines += [f"   * - ``{c.name}``", f"     - ``{c.type}``",
+                  f"     - {c.meaning}"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(rst_table(), end="")
