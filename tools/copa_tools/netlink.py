@@ -39,6 +39,7 @@ NETLINK_ROUTE = 0
 NETLINK_SOCK_DIAG = 4
 
 NLMSG_HDR = struct.Struct("=LHHLL")
+NLA_HDR = struct.Struct("=HH")
 NLMSG_ERROR = 2
 NLMSG_DONE = 3
 NLM_F_REQUEST = 0x1
@@ -259,8 +260,10 @@ def _dump(sock, msg_type, payload):
 def _attrs(buf, off=0):
     """Parse netlink attributes starting at ``off`` into {type: bytes}."""
     out = {}
-    while off + 4 <= len(buf):
-        alen, atype = struct.unpack_from("=HH", buf, off)
+    end = len(buf)
+    unpack = NLA_HDR.unpack_from
+    while off + 4 <= end:
+        alen, atype = unpack(buf, off)
         if alen < 4:
             break
         out[atype & 0x3FFF] = buf[off + 4:off + alen]
