@@ -221,3 +221,12 @@ def test_failing_sink_keeps_records_in_order(sysctl):
     c.emit([{"n": 2}])
     assert sink.records == [{"n": 1}, {"n": 2}]
     assert "No space left" in logged[0]
+
+
+def test_the_guide_shows_the_schema():
+    """Documentation/fleet.rst's table of columns is schema.py's
+    (python3 -m copa_tools.fleet.schema prints it)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    with open(os.path.join(root, "Documentation", "fleet.rst")) as f:
+        assert schema.rst_table() in f.read()
