@@ -21,6 +21,7 @@ The kernel frees a socket once, so each close is recorded once.
 
 import contextlib
 import errno
+import math
 import os
 import socket
 import struct
@@ -216,6 +217,7 @@ class Collector:
         self._open(netns)
         self.seen = {}          # cookie -> (first seen, cc, delta, mode)
         self.ccs_checked = set()
+        self.last_second = None
         self.pending = {id(s): [] for s in self.sinks}
         self.stats = {"samples": 0, "finals": 0, "bad_messages": 0,
                       "lost_closes": 0, "dropped": 0}
@@ -241,8 +243,21 @@ class Collector:
         self.log(f"{what}: {err}; message skipped")
 
     def sweep(self, now=None):
-        """One dump of every sampled socket: a list of 'sample' records."""
-        now = time.time() if now is None else now
+        """One dump of every sampled socket: a list of 'sample' records.
+
+        A record's key has its time in seconds, so no two sweeps share a
+        second: one that would waits for the next. The first waits for
+        the next whole second too, so a restarted collector cannot repeat
+        the second of its predecessor's last sweep.
+        """
+        if now is None:
+            now = time.time()
+            wait = (self.last_second + 1 if self.last_second else
+                    math.floor(now) + 1) - now
+            if wait > 0:
+                time.sleep(wait)
+                now = time.time()
+        self.last_second = int(now)
         copa = CopaState(self.netns_ino, self.sysctl_dir)
         out = []
         for family in (socket.AF_INET, socket.AF_INET6):
