@@ -98,6 +98,8 @@ def nullable(column):
 
 
 REQUIRED = tuple(c.name for c in COLUMNS if not nullable(c))
+_NAME_SET = frozenset(NAMES)
+_REQUIRED_SET = frozenset(REQUIRED)
 
 
 def structure():
@@ -113,9 +115,10 @@ class RecordError(ValueError):
 def check(record):
     """Raise RecordError unless ``record`` has every required column, no
     key outside the schema and a known kind."""
-    missing = [n for n in REQUIRED if n not in record]
-    extra = [k for k in record if k not in BY_NAME]
-    if missing or extra:
+    keys = record.keys()
+    if not (keys <= _NAME_SET and keys >= _REQUIRED_SET):
+        missing = [n for n in REQUIRED if n not in record]
+        extra = [k for k in record if k not in BY_NAME]
         raise RecordError(f"record {record.get('cookie')!r}: "
                           f"missing {missing}, unknown {extra}")
     if record["kind"] not in KINDS:
