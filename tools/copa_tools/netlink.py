@@ -178,21 +178,28 @@ def socket_in_netns(netns, protocol, family=socket.AF_NETLINK,
         return socket.socket(family, kind, protocol)
 
 
-def parse_messages(data):
-    """Split one recv() buffer into (type, seq, body) tuples.
+def message_spans(data):
+    """Split one recv() buffer into (type, seq, start, end) tuples, the
+    body of each message being data[start:end].
 
     A message whose length is shorter than its header (zero included:
     it would never advance), or longer than what is left of the buffer,
     raises NetlinkError instead of looping or reading past the end.
     """
-    off = 0
-    while off + NLMSG_HDR.size <= len(data):
-        length, typ, _, seq, _ = NLMSG_HDR.unpack_from(data, off)
-        if length < NLMSG_HDR.size or off + length > len(data):
+    off, size, unpack = 0, len(data), NLMSG_HDR.unpack_from
+    while off + NLMSG_HDR.size <= size:
+        length, typ, _, seq, _ = unpack(data, off)
+        if length < NLMSG_HDR.size or off + length > size:
             raise NetlinkError(f"malformed netlink message: length {length}"
-                               f" at offset {off} of {len(data)} bytes")
-        yield typ, seq, data[off + NLMSG_HDR.size:off + length]
+                               f" at offset {off} of {size} bytes")
+        yield typ, seq, off + NLMSG_HDR.size, off + length
         off += (length + 3) & ~3
+
+
+def parse_messages(data):
+    """message_spans() with each body copied out: (type, seq, body)."""
+    for typ, seq, start, end in message_spans(data):
+        yield typ, seq, data[start:end]
 
 
 def destroy_listener(rcvbuf=32 << 20):
@@ -218,34 +225,45 @@ def destroy_listener(rcvbuf=32 << 20):
     return sock
 
 
-def inet_diag_cookie(msg):
-    """The socket cookie of struct inet_diag_msg ``msg``, without decoding
-    the rest (NetlinkError if ``msg`` is too short)."""
-    if len(msg) < INET_DIAG_MSG.size:
-        raise NetlinkError(f"inet_diag message of {len(msg)} bytes, "
+def inet_diag_cookie(buf, start=0, end=None):
+    """The socket cookie of the struct inet_diag_msg at buf[start:end],
+    without decoding (or copying) the rest; NetlinkError if it is too
+    short."""
+    end = len(buf) if end is None else end
+    if end - start < INET_DIAG_MSG.size:
+        raise NetlinkError(f"inet_diag message of {end - start} bytes, "
                            f"expected at least {INET_DIAG_MSG.size}")
-    return INET_DIAG_COOKIE.unpack_from(msg, INET_DIAG_COOKIE_OFFSET)[0]
+    return INET_DIAG_COOKIE.unpack_from(buf, start +
+                                        INET_DIAG_COOKIE_OFFSET)[0]
 
 
-def dump_replies(sock, seq):
-    """Yield the payload of each reply to dump request ``seq`` on ``sock``
-    until NLMSG_DONE; an NLMSG_ERROR reply raises OSError."""
+def dump_spans(sock, seq):
+    """Yield (buffer, start, end) for the payload of each reply to dump
+    request ``seq`` on ``sock`` until NLMSG_DONE, uncopied; an
+    NLMSG_ERROR reply raises OSError."""
     while True:
         data = sock.recv(1 << 20)
         if not data:
             raise NetlinkError("netlink socket closed during a dump")
-        for typ, rseq, body in parse_messages(data):
+        for typ, rseq, start, end in message_spans(data):
             if rseq != seq:
                 continue
             if typ == NLMSG_DONE:
                 return
             if typ == NLMSG_ERROR:
-                err = struct.unpack_from("=i", body)[0] if len(body) >= 4 \
-                    else 0
+                err = struct.unpack_from("=i", data, start)[0] \
+                    if end - start >= 4 else 0
                 if err:
                     raise OSError(-err, os.strerror(-err))
                 return
-            yield body
+            yield data, start, end
+
+
+def dump_replies(sock, seq):
+    """Yield the payload of each reply to dump request ``seq`` on ``sock``
+    until NLMSG_DONE; an NLMSG_ERROR reply raises OSError."""
+    for data, start, end in dump_spans(sock, seq):
+        yield data[start:end]
 
 
 def _dump(sock, msg_type, payload):

@@ -264,17 +264,21 @@ class Collector:
             seq = next(netlink._seq)
             self.diag.send(netlink.inet_diag_request(family, EXT, STATES,
                                                      seq))
-            for msg in netlink.dump_replies(self.diag, seq):
-                r = self._sample(msg, now, copa)
+            for data, start, end in netlink.dump_spans(self.diag, seq):
+                r = self._sample(data, start, end, now, copa)
                 if r:
                     out.append(r)
         self.stats["samples"] += len(out)
         return out
 
-    def _sample(self, msg, now, copa):
+    def _sample(self, data, start, end, now, copa):
+        """The record of the socket at data[start:end], or None: not
+        sampled (read from its cookie alone), or a bad message."""
         try:
-            if not sampled(netlink.inet_diag_cookie(msg), self.fraction):
+            if not sampled(netlink.inet_diag_cookie(data, start, end),
+                           self.fraction):
                 return None
+            msg = data[start:end]
             diag = netlink.decode_inet_diag(msg, INFO_NAMES)
         except (netlink.NetlinkError, struct.error) as err:
             self._bad("sock_diag dump", err)
