@@ -116,8 +116,9 @@ ORDER BY window_start, peer_prefix, cc"""
 
 def span(source):
     """The first and last record's time, and the ccs recorded."""
-    return f"""SELECT min(toUInt32(time)) AS first,
-    max(toUInt32(time)) AS last, count() AS records, groupUniqArray(cc) AS ccs
+    return f"""SELECT min(toUInt32(time)) AS first_time,
+    max(toUInt32(time)) AS last_time, count() AS records,
+    groupUniqArray(cc) AS ccs
 FROM {source}"""
 
 
