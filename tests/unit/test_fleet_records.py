@@ -230,3 +230,28 @@ def test_the_guide_shows_the_schema():
         os.path.abspath(__file__))))
     with open(os.path.join(root, "Documentation", "fleet.rst")) as f:
         assert schema.rst_table() in f.read()
+
+
+def test_bpf_copa_delta_and_mode_from_copa_flows(sysctl, monkeypatch,
+                                                 capsys):
+    """bpf_copa's delta and mode are its copa_flows entry's (same
+    namespace and four-tuple); without bpftool or the map, its records
+    go without them and that is said once."""
+    from copa_tools import bpf_cli
+    flow = {"saddr": "10.0.0.1", "daddr": "10.0.0.2", "sport": 5201,
+            "dport": 40000, "netns": 0, "delta": 125, "mode": 1}
+    monkeypatch.setattr(bpf_cli, "flows", lambda: [flow])
+    c, _ = make(sysctl, [[diag(1, b"bpf_copa")], [], [diag(2, b"bpf_copa")],
+                         [], [diag(3, b"bpf_copa")], []])
+    [r] = c.sweep(now=1000)
+    assert (r["copa_delta"], r["copa_mode"]) == \
+        (0.125, collector.CopaState.MODES[1])
+
+    def missing():
+        raise bpf_cli.Error("bpftool: not found")
+
+    monkeypatch.setattr(bpf_cli, "flows", missing)
+    for t in (1001, 1002):
+        [r] = c.sweep(now=t)
+        assert "copa_delta" not in r and "copa_mode" not in r
+    assert capsys.readouterr().err.count("bpftool: not found") == 1

@@ -113,6 +113,7 @@ class CopaState:
     bpf_copa socket shows up)."""
 
     MODES = None
+    WARNED = set()
 
     def __init__(self, netns_ino, sysctl_dir):
         if CopaState.MODES is None:
@@ -149,8 +150,12 @@ class CopaState:
                 self.flows = {(f["saddr"], f["daddr"], f["sport"],
                                f["dport"]): f for f in bpf_cli.flows()
                               if f["netns"] == self.netns_ino}
-            except Exception as err:    # bpftool missing, map not pinned
-                print(f"copa-fleet: copa_flows: {err}", file=sys.stderr)
+            except (bpf_cli.Error, OSError, ValueError) as err:
+                # No bpftool, or no pinned map: said once, and bpf_copa's
+                # records go without delta and mode.
+                if str(err) not in CopaState.WARNED:
+                    CopaState.WARNED.add(str(err))
+                    print(f"copa-fleet: copa_flows: {err}", file=sys.stderr)
                 self.flows = {}
         return self.flows
 
