@@ -255,3 +255,17 @@ def test_bpf_copa_delta_and_mode_from_copa_flows(sysctl, monkeypatch,
         [r] = c.sweep(now=t)
         assert "copa_delta" not in r and "copa_mode" not in r
     assert capsys.readouterr().err.count("bpftool: not found") == 1
+
+
+def test_sockets_gone_for_two_sweeps_are_forgotten(sysctl):
+    """A socket whose close never came (lost to ENOBUFS) is forgotten
+    once two sweeps have missed it; after one, its close still finds its
+    cc."""
+    c, _ = make(sysctl, [[diag(1), diag(2)], [], [diag(2)], [], [], []])
+    c.sweep(now=1000)
+    c.sweep(now=1010)
+    assert set(c.seen) == {1, 2}
+    c.sweep(now=1020)
+    assert set(c.seen) == {2}
+    c.destroy.buffers.append(nlmsg(diag(2, cc=None)))
+    assert [r["cc"] for r in c.closes()] == ["cubic"]

@@ -220,7 +220,9 @@ class Collector:
         self.log = log or (lambda msg: print(f"copa-fleet: {msg}",
                                              file=sys.stderr, flush=True))
         self._open(netns)
-        self.seen = {}          # cookie -> (first seen, cc, delta, mode)
+        # cookie -> (first seen, cc, delta, mode, last sweep's number)
+        self.seen = {}
+        self.sweeps = 0
         self.ccs_checked = set()
         self.last_second = None
         self.pending = {id(s): [] for s in self.sinks}
@@ -273,6 +275,8 @@ class Collector:
                 r = self._sample(data, start, end, now, copa)
                 if r:
                     out.append(r)
+        self.sweeps += 1
+        self._forget()
         self.stats["samples"] += len(out)
         return out
 
@@ -294,10 +298,20 @@ class Collector:
         self._check_cc(diag["cc"], copa)
         delta, mode = copa.of(diag)
         first_seen = first[0] if first else now
-        self.seen[diag["cookie"]] = (first_seen, diag["cc"], delta, mode)
+        self.seen[diag["cookie"]] = (first_seen, diag["cc"], delta, mode,
+                                     self.sweeps)
         return record(diag, schema.SAMPLE, now, self.host,
                       self.prefixes.of(diag["family"], msg[24:40]),
                       diag["cc"], delta, mode, first_seen)
+
+    def _forget(self):
+        """Drop the sockets the last two sweeps did not see: their close
+        was lost (ENOBUFS) or happened while no collector ran. One sweep
+        is not enough: a socket freed during a sweep is missing from it,
+        and its close, read after it, still needs its cc."""
+        gone = [k for k, v in self.seen.items() if v[4] < self.sweeps - 2]
+        for k in gone:
+            del self.seen[k]
 
     def _check_cc(self, cc, copa):
         """Say once which recorded cc names the kernel does not list as
@@ -351,8 +365,8 @@ class Collector:
         if diag["dport"] == 0:          # a listener or never connected
             self.seen.pop(diag["cookie"], None)
             return None
-        first_seen, cc, delta, mode = self.seen.pop(
-            diag["cookie"], (now, "", None, None))
+        first_seen, cc, delta, mode, _ = self.seen.pop(
+            diag["cookie"], (now, "", None, None, None))
         return record(diag, schema.FINAL, now, self.host,
                       self.prefixes.of(diag["family"], msg[24:40]),
                       cc, delta, mode, first_seen)
