@@ -58,13 +58,23 @@ def cmd_collect(args):
     if jsonl.recovered_bytes:
         print(f"copa-fleet: cut {jsonl.recovered_bytes} bytes of a torn "
               f"last line left by a stopped collector", file=sys.stderr)
+    sinks = [jsonl]
+    if args.clickhouse:
+        from . import clickhouse
+        try:
+            sinks.append(clickhouse.Sink(
+                args.clickhouse, os.path.join(args.state_dir, "spool")))
+        except (ValueError, OSError) as err:
+            sys.exit(f"copa-fleet collect: --clickhouse: {err}")
     try:
-        coll = collector.Collector([jsonl], host=jsonl.host,
+        coll = collector.Collector(sinks, host=jsonl.host,
                                    fraction=args.sample, prefixes=prefixes,
                                    netns=args.netns)
     except OSError as err:
         sys.exit(f"copa-fleet collect: sock_diag: {err.strerror or err} "
                  f"(root, or CAP_NET_ADMIN, is needed)")
+    for sink in sinks[1:]:
+        sink.start()
     stopping = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.append(True))
@@ -73,9 +83,26 @@ def cmd_collect(args):
                  sweeps=args.sweeps)
         coll.emit(coll.closes())
     finally:
+        for sink in sinks[1:]:
+            sink.stop()
         jsonl.close()
         coll.close()
     print(f"copa-fleet: {coll.stats}", file=sys.stderr)
+
+
+def cmd_clickhouse_schema(args):
+    from . import clickhouse
+
+    if not args.create:
+        print(clickhouse.create_table_sql(engine=args.engine,
+                                          ttl_days=args.ttl_days) + ";")
+        return
+    try:
+        print(clickhouse.Server(args.create).create_table(
+            engine=args.engine) + ";")
+    except (ValueError, clickhouse.ClickHouseError,
+            clickhouse.Unreachable) as err:
+        sys.exit(f"copa-fleet clickhouse-schema: {args.create}: {err}")
 
 
 def cmd_report(args):
@@ -136,6 +163,10 @@ def parser():
                    help="remove record files older than this")
     c.add_argument("--sweeps", type=positive(int), default=None,
                    help="stop after this many sweeps (default: never)")
+    c.add_argument("--clickhouse", metavar="URL",
+                   help="also send the records to this ClickHouse server's "
+                        "HTTP interface, e.g. http://ch:8123/?database=fleet"
+                        ", spooling them under STATE_DIR/spool")
     c.set_defaults(func=cmd_collect)
     r = sub.add_parser("report", help="per-cc and per-prefix tables")
     r.add_argument("--state-dir", default=STATE_DIR,
@@ -153,6 +184,18 @@ def parser():
                    help="seconds per window of the prefixes-over-time "
                         "plot (default 300)")
     r.set_defaults(func=cmd_report)
+    s = sub.add_parser("clickhouse-schema",
+                       help="print (or create) the ClickHouse table")
+    s.add_argument("--engine", default="MergeTree",
+                   help="table engine, e.g. ReplicatedMergeTree(...) on a "
+                        "cluster (default MergeTree)")
+    s.add_argument("--ttl-days", type=int, default=30,
+                   help="days records are kept; 0: no TTL, for servers "
+                        "older than 19.6 (default 30)")
+    s.add_argument("--create", metavar="URL",
+                   help="create it on this server instead, with a TTL of "
+                        "30 days where the server has TTL")
+    s.set_defaults(func=cmd_clickhouse_schema)
     return p
 
 
