@@ -6,10 +6,12 @@ Runs in the project VM (root, netem, tcp_copa loaded). A two-run sweep
 (cubic and copa:delta=0.2, each sharing a 10 Mbit/s, 30 ms link with a
 cubic competitor for 6 s) is run through the venv's copa-eval into a scratch
 directory, then run again to check that it resumes without redoing
-anything. About 40 s of VM time.
+anything. Both runs pass --no-plots: drawing under TCG costs more VM
+time than the flows, and tests/unit/test_report.py draws every plot from
+recorded runs on the host.
 
-- outputs: manifest, summary.csv/.md, scatter.png and, per run, run.json,
-  one JSON file per flow and timeseries.png all exist and are non-empty.
+- outputs: manifest, summary.csv/.md and, per run, run.json and one JSON
+  file per flow all exist and are non-empty.
 - consistency: the CSV repeats the flow files' figures; utilisation is
   throughput over capacity; retransmission overhead is bytes_retrans /
   bytes_acked; bytes_acked agrees with iperf3's received byte count; Jain's
@@ -46,8 +48,8 @@ cc = "variant"
 [[flows]]
 cc = "cubic"
 """
-RUN_FILES = ("run.json", "flow0.json", "flow1.json", "timeseries.png")
-SWEEP_FILES = ("manifest.json", "summary.csv", "summary.md", "scatter.png")
+RUN_FILES = ("run.json", "flow0.json", "flow1.json")
+SWEEP_FILES = ("manifest.json", "summary.csv", "summary.md")
 IPERF_AGREEMENT = (0.7, 1.05)   # bytes_acked / iperf3 received bytes
 
 COPA_EVAL = os.path.join(VENV_BIN, "copa-eval")
@@ -75,7 +77,7 @@ def outputs():
     STATE["out"] = os.path.join(work, "out")
     with open(STATE["scenario"], "w") as f:
         f.write(SCENARIO)
-    copa_eval("run", STATE["scenario"], "--out", STATE["out"])
+    copa_eval("run", STATE["scenario"], "--out", STATE["out"], "--no-plots")
     for name in SWEEP_FILES:
         path = os.path.join(STATE["out"], name)
         ksft_true(os.path.exists(path) and os.path.getsize(path) > 0, name)
