@@ -93,7 +93,9 @@ def build(dest=None, targets=("tcp_copa.bpf.o",)):
                                                       "features.h"))
         for header in TOP_HEADERS:
             shutil.copy(paths.data(header), dest)
-    r = subprocess.run(["make", "-s", "-C", work, *targets,
+    # One clang per object: each parses the whole vmlinux.h.
+    r = subprocess.run(["make", "-s", f"-j{os.cpu_count() or 1}", "-C",
+                        work, *targets,
                         f"VMLINUX_BTF={VMLINUX_BTF}"],
                        capture_output=True, text=True, check=False)
     if r.returncode:
