@@ -302,3 +302,50 @@ def test_every_query_runs_on_the_server(server, sink):
             continue
         assert rows, name
     assert not failed
+
+
+def test_report_reads_the_server(server, sink):
+    """copa-fleet report --clickhouse: report.build over the table."""
+    from copa_tools.fleet import report
+    sink.write(records(300))
+    assert sink.drain()
+    tables = report.build(clickhouse.Engine(server.url), schema.TABLE,
+                          0, 2 ** 32 - 1, "cubic")
+    by_cc = {r["cc"]: r for r in tables["by_cc"]}
+    assert sorted(by_cc) == ["bbr", "copa", "cubic"]
+    assert by_cc["copa"]["connections"] == 100
+
+
+def test_engine_says_which_server_failed():
+    from copa_tools.fleet import queries
+    engine = clickhouse.Engine(f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(queries.QueryError, match="Connection refused"):
+        engine.rows("SELECT 1")
+
+
+def measure(rows, batch=10000):
+    """The sink's insert rate into a private server: write() ``rows``
+    records in spool files of ``batch``, then drain() them."""
+    import tempfile
+    with ClickHouseServer() as server, \
+            tempfile.TemporaryDirectory() as spool:
+        clickhouse.Server(server.url).create_table()
+        sink = clickhouse.Sink(server.url, spool)
+        start, cpu = time.monotonic(), time.process_time()
+        for i in range(0, rows, batch):
+            sink.write(records(min(batch, rows - i), start=i))
+        spooled, spooled_cpu = time.monotonic(), time.process_time()
+        assert sink.drain()
+        end, end_cpu = time.monotonic(), time.process_time()
+        assert counts(server) == (rows, rows)
+        version = server.query("SELECT version()").strip()
+    print(f"{rows} rows, spool files of {batch}, server {version}:\n"
+          f"write() {rows / (spooled - start):.0f} rows/s "
+          f"({spooled_cpu - cpu:.1f} s CPU), "
+          f"drain() {rows / (end - spooled):.0f} rows/s "
+          f"({end_cpu - spooled_cpu:.1f} s CPU in the sink), "
+          f"{rows / (end - start):.0f} rows/s in all")
+
+
+if __name__ == "__main__":
+    measure(int(sys.argv[1]) if len(sys.argv) > 1 else 500000)

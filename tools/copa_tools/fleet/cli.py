@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from . import queries, store
+from . import queries, schema, store
 
 STATE_DIR = "/var/lib/copa-fleet"
 
@@ -105,19 +105,31 @@ def cmd_clickhouse_schema(args):
         sys.exit(f"copa-fleet clickhouse-schema: {args.create}: {err}")
 
 
+def report_source(args, scratch):
+    """The engine and the source report reads: the server's table with
+    --clickhouse, else chDB over a snapshot (in ``scratch``) of the state
+    directory's files."""
+    from . import report
+
+    if args.clickhouse:
+        from . import clickhouse
+        return clickhouse.Engine(args.clickhouse), schema.TABLE
+    engine = queries.Chdb()
+    files = store.snapshot(records_dir(args.state_dir), scratch)
+    if not files:
+        raise report.ReportError(
+            f"no records under {records_dir(args.state_dir)}")
+    return engine, queries.file_source(files)
+
+
 def cmd_report(args):
     from . import report
 
     end = time.time() + 1
     start = end - args.hours * 3600 if args.hours else 0
     try:
-        engine = queries.Chdb()
         with tempfile.TemporaryDirectory(prefix="copa-fleet-") as scratch:
-            files = store.snapshot(records_dir(args.state_dir), scratch)
-            if not files:
-                raise report.ReportError(
-                    f"no records under {records_dir(args.state_dir)}")
-            source = queries.file_source(files)
+            engine, source = report_source(args, scratch)
             tables = report.build(engine, source, start, end, args.baseline)
             if args.csv:
                 os.makedirs(args.csv, exist_ok=True)
@@ -171,6 +183,9 @@ def parser():
     r = sub.add_parser("report", help="per-cc and per-prefix tables")
     r.add_argument("--state-dir", default=STATE_DIR,
                    help=f"where the records are (default {STATE_DIR})")
+    r.add_argument("--clickhouse", metavar="URL",
+                   help="read the records from this ClickHouse server's "
+                        "table instead (collect --clickhouse's URL)")
     r.add_argument("--hours", type=positive(float),
                    help="only the last H hours (default: everything)")
     r.add_argument("--baseline", help="cc the RTT reduction is against, "

@@ -44,7 +44,7 @@ import time
 import urllib.parse
 import zlib
 
-from . import schema
+from . import queries, schema
 
 # Days a record is kept: the table's TTL where the server has TTL (19.6
 # and later); on older servers (Debian's 18.16) drop old days with
@@ -178,6 +178,24 @@ class Server:
         sql = create_table_sql(table, engine, ttl)
         self.request(sql)
         return sql
+
+
+class Engine:
+    """queries.py's engine (rows(sql)) over a server: what copa-fleet
+    report reads a fleet's table with."""
+
+    def __init__(self, url):
+        try:
+            self.server = Server(url)
+        except ValueError as e:
+            raise queries.QueryError(str(e)) from e
+
+    def rows(self, sql):
+        try:
+            return queries.parse_rows(
+                self.server.request(sql + "\nFORMAT JSONEachRow"))
+        except (ClickHouseError, Unreachable) as e:
+            raise queries.QueryError(f"{self.server}: {e}") from e
 
 
 def send_body(conn, body, piece=1 << 20):
