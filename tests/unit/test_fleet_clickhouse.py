@@ -6,6 +6,7 @@ its spool while the server is down, no record lost or counted twice when
 the server is killed mid-batch, and the bad input: a refused connection,
 a refused batch, a corrupt spool file."""
 
+import json
 import os
 import sys
 import time
@@ -100,6 +101,27 @@ def test_ttl_where_the_server_has_it(server, table):
             clickhouse.Server(server.url).request(
                 clickhouse.create_table_sql("ttl_test"))
         assert e.value.code == 62
+
+
+def test_table_on_the_current_engine(tmp_path):
+    """chDB's engine (current ClickHouse) takes the table with its TTL,
+    the records and the sink's query for keys already stored."""
+    session = pytest.importorskip("chdb.session")
+    s = session.Session(str(tmp_path / "chdb"))
+    try:
+        s.query(clickhouse.create_table_sql())
+        ddl = str(s.query(f"SHOW CREATE TABLE {schema.TABLE}", "TSVRaw"))
+        assert "TTL time + toIntervalDay(30)" in ddl
+        batch = records(10)
+        s.query(f"INSERT INTO {schema.TABLE} FORMAT JSONEachRow " +
+                "\n".join(json.dumps(r) for r in batch[:6]))
+        answer = s.query(clickhouse.stored_keys_sql(schema.TABLE, batch),
+                         "JSONEachRow")
+        stored = {clickhouse.record_key(json.loads(line))
+                  for line in str(answer).splitlines()}
+        assert stored == {clickhouse.record_key(r) for r in batch[:6]}
+    finally:
+        s.close()
 
 
 def test_drop_partition_expires_a_day(server, table, sink):

@@ -209,6 +209,20 @@ def record_key(record):
             record["kind"])
 
 
+def stored_keys_sql(table, records):
+    """A query for the keys of the rows of ``table`` that may be some of
+    ``records``: their hosts and prefixes (the sorting key's first
+    column), within their span of time."""
+    hosts = ", ".join(sorted({quote(r["host"]) for r in records}))
+    prefixes = ", ".join(sorted({quote(r["peer_prefix"]) for r in records}))
+    times = [int(r["time"]) for r in records]
+    return (f"SELECT host, cookie, toUInt32(time) AS time, kind "
+            f"FROM {table} WHERE host IN ({hosts}) "
+            f"AND peer_prefix IN ({prefixes}) "
+            f"AND time >= toDateTime({min(times)}) "
+            f"AND time <= toDateTime({max(times)})")
+
+
 class SpoolError(Exception):
     """A spool file that cannot be read back as records."""
 
@@ -423,17 +437,9 @@ class Sink:
                 f"LIKE {quote(self.query_prefix + '%')}")):
             if self._stop.wait(0.1):
                 raise Unreachable("stopped while an earlier insert ran")
-        records = [r for _, r in pairs]
-        hosts = ", ".join(sorted({quote(r["host"]) for r in records}))
-        prefixes = ", ".join(sorted({quote(r["peer_prefix"])
-                                     for r in records}))
-        times = [int(r["time"]) for r in records]
         answer = self.server.request(
-            f"SELECT host, cookie, toUInt32(time) AS time, kind "
-            f"FROM {self.table} WHERE host IN ({hosts}) "
-            f"AND peer_prefix IN ({prefixes}) "
-            f"AND time >= toDateTime({min(times)}) "
-            f"AND time <= toDateTime({max(times)}) FORMAT JSONEachRow",
+            stored_keys_sql(self.table, [r for _, r in pairs]) +
+            " FORMAT JSONEachRow",
             settings=[("max_query_size", 1 << 26)])
         stored = {record_key(json.loads(line))
                   for line in answer.splitlines()}
