@@ -272,17 +272,25 @@ def test_refused_batch_set_aside(server, sink, reports):
 
 
 def test_corrupt_spool_file_set_aside(server, sink, reports):
+    """A line that is not a record, and a file cut short."""
     sink.write(records(50))
     with open(os.path.join(sink.spool, "00000000000000000001-1.jsonl"),
               "wb") as f:
         f.write(b'{"time": 1, "host": "h1"\n')
+    with open(os.path.join(sink.spool, "00000000000000000002-1.jsonl"),
+              "wb") as f:
+        f.write(json.dumps(record(100)).encode() + b"\n" +
+                json.dumps(record(101)).encode())
     sink.write(records(50, start=50))
     assert sink.drain()
     assert counts(server) == (100, 100)
     corrupt = os.listdir(os.path.join(sink.spool, "corrupt"))
     assert sorted(corrupt) == ["00000000000000000001-1.jsonl",
-                               "00000000000000000001-1.jsonl.error"]
+                               "00000000000000000001-1.jsonl.error",
+                               "00000000000000000002-1.jsonl",
+                               "00000000000000000002-1.jsonl.error"]
     assert "corrupt spool file" in reports[0] and "line 1" in reports[0]
+    assert "line 2: truncated" in reports[1]
 
 
 def test_sender_thread(server, sink):

@@ -227,12 +227,17 @@ class SpoolError(Exception):
     """A spool file that cannot be read back as records."""
 
 
-def read_spool_file(path):
-    """The (line, record) pairs of a spool file. Raise SpoolError naming
-    the file and line that is not a JSON object with the key columns."""
+def read_spool_file(path, parse=True):
+    """The (line, record) pairs of a spool file; without ``parse``, the
+    records are None (a file this sink wrote and has not sent yet: its
+    records were checked then). Raise SpoolError naming the file and line
+    that is not a JSON object with the key columns, or is cut short."""
     pairs = []
     with open(path, "rb") as f:
         for number, line in enumerate(f, 1):
+            if not parse:
+                pairs.append((line, None))
+                continue
             try:
                 record = json.loads(line)
                 schema.check(record)
@@ -244,9 +249,9 @@ def read_spool_file(path):
             except (ValueError, TypeError, KeyError, AttributeError) as e:
                 raise SpoolError(f"{path}, line {number}: not a record "
                                  f"({type(e).__name__}: {e})") from e
-            if not line.endswith(b"\n"):
-                raise SpoolError(f"{path}, line {number}: truncated")
             pairs.append((line, record))
+    if pairs and not pairs[-1][0].endswith(b"\n"):
+        raise SpoolError(f"{path}, line {len(pairs)}: truncated")
     return pairs
 
 
@@ -377,32 +382,46 @@ class Sink:
 
     def _next_batch(self):
         """Oldest spool files, read, up to batch_rows records (at least
-        one file): a list of (name, pairs). Unreadable ones are set
-        aside."""
-        batch, rows = [], 0
+        one file), all never sent or all maybe sent before: a list of
+        (name, pairs). Unreadable ones are set aside."""
+        batch, rows, first_fresh = [], 0, None
         for name in self.spooled():
-            try:
-                pairs = read_spool_file(os.path.join(self.spool, name))
-            except (SpoolError, OSError) as e:
-                self._set_aside(name, "corrupt", f"corrupt spool file: {e}")
+            with self._lock:
+                fresh = name in self._fresh
+            if batch and fresh != first_fresh:
+                break
+            pairs = self._read(name, parse=not fresh)
+            if pairs is None:
                 continue
             if batch and rows + len(pairs) > self.batch_rows:
                 break
+            first_fresh = fresh
             batch.append((name, pairs))
             rows += len(pairs)
         return batch
 
+    def _read(self, name, parse=True):
+        """read_spool_file() of spool file ``name``, or None if it was
+        unreadable and has been set aside."""
+        try:
+            return read_spool_file(os.path.join(self.spool, name), parse)
+        except (SpoolError, OSError) as e:
+            self._set_aside(name, "corrupt", f"corrupt spool file: {e}")
+            return None
+
     def _send(self, batch):
-        """Insert ``batch``; on a refusal for content, split it into its
-        files and set aside the ones refused."""
+        """Insert ``batch``; on a refusal for content, send its files one
+        by one and set aside the ones refused."""
         try:
             self._insert(batch)
         except ClickHouseError as e:
             if e.code not in DATA_ERRORS:
                 raise
             if len(batch) > 1:
-                for one in batch:
-                    self._send([one])
+                for name, _ in batch:
+                    pairs = self._read(name)
+                    if pairs is not None:
+                        self._send([(name, pairs)])
                 return
             self._set_aside(batch[0][0], "rejected",
                             f"{self.server} refused {batch[0][0]}: {e}")
