@@ -6,6 +6,7 @@ its spool while the server is down, no record lost or counted twice when
 the server is killed mid-batch, and the bad input: a refused connection,
 a refused batch, a corrupt spool file."""
 
+import errno
 import json
 import os
 import sys
@@ -159,6 +160,23 @@ def test_write_refuses_a_record_outside_the_schema(sink):
     with pytest.raises(schema.RecordError):
         sink.write([record(0), bad])
     assert sink.spooled() == []
+
+
+def test_spool_limit(server, sink):
+    """A write that would take the spool past its limit is refused as a
+    full disk is (the collector holds the records and retries) and
+    spools nothing; sending makes room."""
+    sink.write(records(100))
+    sink.max_spool_bytes = sink.spool_bytes + 1000
+    with pytest.raises(OSError) as e:
+        sink.write(records(100, start=100))
+    assert e.value.errno == errno.ENOSPC and "spool" in str(e.value)
+    assert len(sink.spooled()) == 1
+    assert sink.drain()
+    assert sink.spool_bytes == 0
+    sink.write(records(1, start=100))
+    assert sink.drain()
+    assert counts(server) == (101, 101)
 
 
 def test_refused_connection_spools(tmp_path, reports):
@@ -353,6 +371,13 @@ def test_engine_says_which_server_failed():
         engine.rows("SELECT 1")
 
 
+def cpu_seconds(pid):
+    """User and system CPU time of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(rows, batch=10000):
     """The sink's insert rate into a private server: write() ``rows``
     records in spool files of ``batch``, then drain() them."""
@@ -365,16 +390,22 @@ def measure(rows, batch=10000):
         for i in range(0, rows, batch):
             sink.write(records(min(batch, rows - i), start=i))
         spooled, spooled_cpu = time.monotonic(), time.process_time()
+        size = sum(os.path.getsize(os.path.join(spool, n))
+                   for n in sink.spooled())
+        server_cpu = cpu_seconds(server.process.pid)
         assert sink.drain()
         end, end_cpu = time.monotonic(), time.process_time()
+        server_cpu = cpu_seconds(server.process.pid) - server_cpu
         assert counts(server) == (rows, rows)
         version = server.query("SELECT version()").strip()
     print(f"{rows} rows, spool files of {batch}, server {version}:\n"
           f"write() {rows / (spooled - start):.0f} rows/s "
           f"({spooled_cpu - cpu:.1f} s CPU), "
           f"drain() {rows / (end - spooled):.0f} rows/s "
-          f"({end_cpu - spooled_cpu:.1f} s CPU in the sink), "
-          f"{rows / (end - start):.0f} rows/s in all")
+          f"({end_cpu - spooled_cpu:.1f} s CPU in the sink, "
+          f"{server_cpu:.1f} s in the server), "
+          f"{rows / (end - start):.0f} rows/s in all; "
+          f"{size / rows:.0f} bytes a record in the spool")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,8 @@ def cmd_collect(args):
         from . import clickhouse
         try:
             sinks.append(clickhouse.Sink(
-                args.clickhouse, os.path.join(args.state_dir, "spool")))
+                args.clickhouse, os.path.join(args.state_dir, "spool"),
+                max_spool_bytes=args.clickhouse_spool_mb << 20))
         except (ValueError, OSError) as err:
             sys.exit(f"copa-fleet collect: --clickhouse: {err}")
     try:
@@ -179,6 +180,9 @@ def parser():
                    help="also send the records to this ClickHouse server's "
                         "HTTP interface, e.g. http://ch:8123/?database=fleet"
                         ", spooling them under STATE_DIR/spool")
+    c.add_argument("--clickhouse-spool-mb", type=positive(int),
+                   default=1024, help="the most the spool holds while "
+                                      "the server is away (default 1024)")
     c.set_defaults(func=cmd_collect)
     r = sub.add_parser("report", help="per-cc and per-prefix tables")
     r.add_argument("--state-dir", default=STATE_DIR,

@@ -13,15 +13,19 @@ While the server is down or refuses, the files wait and the sender
 retries with exponential back-off and jitter.
 
 No record is counted twice: ClickHouse 18.16 deduplicates inserts only in
-Replicated tables (insert_deduplicate; a MergeTree's
-non_replicated_deduplication_window came in 20.x), so the sink does it
-itself. A batch that may have reached the server (an attempt that failed
-without an answer, or a file an earlier run left behind) is sent again
-only after the sender has waited until no insert of this sink still runs
-on the server (each carries a query_id with the sink's prefix) and asked
-which of the batch's keys (schema.KEY) the table already holds; only the
-others are sent. The same on every server version, and the table stays a
-plain MergeTree that every query reads without FINAL.
+Replicated tables (insert_deduplicate; a plain MergeTree's
+non_replicated_deduplication_window came in later versions), so the sink
+does it itself. A batch that may have reached the server (an attempt
+that failed without an answer, or a file an earlier run left behind) is
+sent again only after the sender has waited until no insert of this
+sink still runs on the server (each carries a query_id with the sink's
+prefix) and asked which of the batch's keys (schema.KEY) the table
+already holds; only the others are sent. The same on every server
+version, and the table stays a plain MergeTree that every query reads
+without FINAL.
+
+The spool holds at most max_spool_bytes: past it write() fails with
+ENOSPC, as a full disk would.
 
 A batch the server refuses for its content (a parse or type error) is
 moved to spool/rejected/ with the server's message beside it, so it does
@@ -31,6 +35,7 @@ directory queues it again.
 """
 
 import base64
+import errno
 import http.client
 import itertools
 import json
@@ -268,12 +273,13 @@ class Sink:
 
     def __init__(self, url, spool_dir, table=schema.TABLE, batch_rows=50000,
                  batch_s=10.0, backoff=(1.0, 60.0), timeout=30.0,
-                 report=None):
+                 max_spool_bytes=1 << 30, report=None):
         self.server = Server(url, timeout)
         self.table = table
         self.spool = spool_dir
         self.batch_rows = batch_rows
         self.batch_s = batch_s
+        self.max_spool_bytes = max_spool_bytes
         self.backoff = backoff
         self.report = report or (lambda msg: print(
             f"copa-fleet: clickhouse: {msg}", file=sys.stderr, flush=True))
@@ -289,6 +295,8 @@ class Sink:
         self._last_error = None
         self._fresh = set()     # spooled by this sink, never sent
         self._written = itertools.count()
+        self.spool_bytes = sum(os.path.getsize(os.path.join(spool_dir, n))
+                               for n in self.spooled())
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -299,14 +307,19 @@ class Sink:
     def write(self, records):
         """Write ``records`` (dicts of schema.COLUMNS) to a new spool file,
         durably, before returning. Raise schema.RecordError for a record
-        that does not fit the schema, and OSError (e.g. ENOSPC) if the
-        file cannot be written; either way nothing is spooled."""
+        that does not fit the schema, and OSError if the file cannot be
+        written (ENOSPC too when the spool would outgrow
+        max_spool_bytes); either way nothing is spooled."""
         if not records:
             return
         for record in records:
             schema.check(record)
         data = "".join(json.dumps(r, separators=(",", ":")) + "\n"
                        for r in records).encode()
+        if self.spool_bytes + len(data) > self.max_spool_bytes:
+            raise OSError(errno.ENOSPC, f"the ClickHouse spool {self.spool} "
+                          f"holds {self.spool_bytes >> 20} MB, its limit "
+                          f"{self.max_spool_bytes >> 20} MB")
         name = f"{time.time_ns():020d}-{os.getpid()}-" \
                f"{next(self._written):08d}.jsonl"
         tmp = os.path.join(self.spool, f".{name}.tmp")
@@ -318,6 +331,7 @@ class Sink:
             with self._lock:
                 os.rename(tmp, os.path.join(self.spool, name))
                 self._fresh.add(name)
+                self.spool_bytes += len(data)
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -331,9 +345,19 @@ class Sink:
         return sorted(n for n in os.listdir(self.spool)
                       if n.endswith(".jsonl") and not n.startswith("."))
 
+    def _unspool(self, name, sub=None):
+        """Delete spool file ``name``, or move it into ``sub``."""
+        path = os.path.join(self.spool, name)
+        size = os.path.getsize(path)
+        if sub:
+            os.rename(path, os.path.join(self.spool, sub, name))
+        else:
+            os.unlink(path)
+        with self._lock:
+            self.spool_bytes -= size
+
     def _set_aside(self, name, sub, why):
-        os.rename(os.path.join(self.spool, name),
-                  os.path.join(self.spool, sub, name))
+        self._unspool(name, sub)
         with open(os.path.join(self.spool, sub, name + ".error"), "w") as f:
             f.write(why + "\n")
         fsync_dir(self.spool)
@@ -441,7 +465,7 @@ class Sink:
                 query_id=self.query_prefix + names[0].split(".")[0],
                 send=self.send_body)
         for name in names:
-            os.unlink(os.path.join(self.spool, name))
+            self._unspool(name)
         fsync_dir(self.spool)
         self.sent_rows += len(pairs)
 
@@ -473,7 +497,11 @@ class Sink:
 
     def _run(self):
         while not self._stop.is_set():
-            self.drain()
+            try:
+                self.drain()
+            except OSError as e:    # the spool directory itself failed
+                self.report(f"{self.spool}: {e}; trying again in "
+                            f"{self.batch_s:g} s")
             self._wake.wait(self.batch_s)
             self._wake.clear()
 
