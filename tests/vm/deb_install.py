@@ -25,10 +25,12 @@ bpf_copa, which a socket then runs, and unregisters it, and dpkg -P of
 both removes the modules, the tools and copa-bpf's objects again.
 """
 
+import contextlib
 import glob
 import json
 import os
 import sys
+import time
 
 from ksft import (VENV_BIN, KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_in,
                   ksft_pr, ksft_exit, ksft_run, ksft_true, module_loaded, setcc,
@@ -61,7 +63,8 @@ def dpkg_install_modprobe_select_eval_bpf_purge():
         os.unlink(ko)
 
     skip_man_db_trigger()
-    proc = cmd(["dpkg", "-i", *DEBS], timeout=900)
+    with timed("dpkg -i"):
+        proc = cmd(["dpkg", "-i", *DEBS], timeout=900)
     ksft_pr("\n".join(proc.stdout.splitlines()[-12:]))
     status = cmd(["dkms", "status", "tcp-copa"]).stdout.strip()
     ksft_pr(f"dkms status: {status}")
@@ -73,7 +76,8 @@ def dpkg_install_modprobe_select_eval_bpf_purge():
         ksft_eq(cmd(["modinfo", "-F", "version", mod]).stdout.strip(),
                 VERSION)
 
-    cmd(["modprobe", "tcp_copa"])
+    with timed("modprobe"):
+        cmd(["modprobe", "tcp_copa"])
     ksft_true(module_loaded("tcp_copa"))
     # Only the initial namespace may make a restricted algorithm the
     # default (others get EPERM); a namespace created then inherits it.
@@ -88,14 +92,24 @@ def dpkg_install_modprobe_select_eval_bpf_purge():
     ksft_eq(listed, cmd([os.path.join(VENV_BIN, "copa-eval"), "list"]).stdout,
             "the packaged copa-eval lists the source tree's scenarios")
 
-    packaged_bpf_build()
+    with timed("copa-bpf build, register, a flow, unregister"):
+        packaged_bpf_build()
 
     unload_copa()
-    cmd(["dpkg", "-P", "tcp-copa-dkms", "copa-tools"], timeout=600)
+    with timed("dpkg -P"):
+        cmd(["dpkg", "-P", "tcp-copa-dkms", "copa-tools"], timeout=600)
     left = glob.glob(f"{MODDIR}/updates/dkms/tcp_copa*")
     ksft_eq(left, [], "dpkg -P removes the modules")
     for path in (EVAL, COPA_BPF, PACKAGE, BPF_STATE):
         ksft_true(not os.path.lexists(path), f"dpkg -P removes {path}")
+
+
+@contextlib.contextmanager
+def timed(step):
+    """Print how long ``step`` took: CI's time goes here (kernels.rst)."""
+    start = time.monotonic()
+    yield
+    ksft_pr(f"{step}: {time.monotonic() - start:.1f} s")
 
 
 def skip_man_db_trigger():
