@@ -129,6 +129,66 @@ struct copa_flow {
 	u64	updates;	/* refreshes since the flow started */
 };
 
+/*
+ * The A/B experiment of copa-fleet ab (Documentation/fleet.rst). A
+ * connection to a peer inside copa_ab_scope (an LPM trie of prefixes,
+ * keyed as copa_prefix) gets the policy of its arm instead of its
+ * prefix's, and its arm's label goes into copa_ab_arms under its socket
+ * cookie, where copa-fleet collect reads it. The arm is a hash of a
+ * salt, the unit and the switchback period (copa_ab_hash()); copa-fleet
+ * computes the same hash in Python, and a native test checks that the
+ * two agree.
+ */
+#define COPA_AB_CONNECTION	1	/* unit: the socket cookie */
+#define COPA_AB_CLIENT		2	/* ... the peer's address */
+#define COPA_AB_PREFIX		3	/* ... the peer's prefix */
+#define COPA_AB_SHARES		10000	/* treatment share's unit */
+#define COPA_AB_LABEL_LEN	32
+
+/*
+ * copa_ab (hash, one entry under key 0): the experiment running; no
+ * entry, none. A hash map, not an array, so that an update replaces the
+ * entry whole and a connection never sees half of one.
+ */
+struct copa_ab_config {
+	u32	unit;			/* COPA_AB_* */
+	u32	treat_share;		/* per COPA_AB_SHARES of the units */
+	u64	salt;
+	u32	prefix_v4;		/* COPA_AB_PREFIX: prefix lengths */
+	u32	prefix_v6;
+	u64	start_ns;		/* switchback: CLOCK_BOOTTIME of period 0 */
+	u64	period_ns;		/* switchback: period length; 0: none */
+	struct copa_prefix_policy policy[2];	/* control, treatment */
+	char	label[2][COPA_AB_LABEL_LEN];	/* "NAME/control", ... */
+};
+
+/* murmur3's 64-bit finaliser over (h ^ w): one step of copa_ab_hash(). */
+static inline u64 copa_ab_mix(u64 h, u64 w)
+{
+	h ^= w;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+/*
+ * The arm (0 control, 1 treatment) of the unit (w0, w1) in @period: w0
+ * is the cookie (w1 0) or the first and last eight bytes of the
+ * IPv4-mapped address (the prefix's, its host bits 0), each read as a
+ * host-endian u64.
+ */
+static inline u32 copa_ab_hash(const struct copa_ab_config *ab, u64 w0,
+			       u64 w1, u64 period)
+{
+	u64 h = copa_ab_mix(copa_ab_mix(copa_ab_mix(ab->salt, w0), w1),
+			    period);
+
+	return h % COPA_AB_SHARES < ab->treat_share;
+}
+
 /* Counters in the .bss of each object (see copa-bpf stats). */
 
 #endif /* _COPA_BPF_H */

@@ -242,7 +242,8 @@ def cmd_sockops(args):
         return
     bpftool("cgroup", "detach", cg, "sock_ops", "pinned", PIN_SOCKOPS,
             check=False)
-    for p in (PIN_SOCKOPS, BPFFS + "/copa_prefix"):
+    for p in (PIN_SOCKOPS, BPFFS + "/copa_prefix", BPFFS + "/copa_ab",
+              BPFFS + "/copa_ab_scope", BPFFS + "/copa_ab_arms"):
         try:
             os.unlink(p)
         except FileNotFoundError:
