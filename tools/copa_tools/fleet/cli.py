@@ -3,6 +3,7 @@
 
     copa-fleet collect [--interval S] [--sample F] [--state-dir DIR] ...
     copa-fleet report [--state-dir DIR] [--hours H] [--baseline CC] ...
+    copa-fleet ab start|status|stop|report ...
 
 collect samples every TCP socket of the host through inet_diag and
 records each connection's final state at close, as JSON lines under the
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from . import queries, schema, store
+from . import ab, queries, schema, store
 
 STATE_DIR = "/var/lib/copa-fleet"
 
@@ -70,7 +71,7 @@ def cmd_collect(args):
     try:
         coll = collector.Collector(sinks, host=jsonl.host,
                                    fraction=args.sample, prefixes=prefixes,
-                                   netns=args.netns)
+                                   netns=args.netns, arms=ab.Arms())
     except OSError as err:
         sys.exit(f"copa-fleet collect: sock_diag: {err.strerror or err} "
                  f"(root, or CAP_NET_ADMIN, is needed)")
@@ -215,6 +216,7 @@ def parser():
                    help="create it on this server instead, with a TTL of "
                         "30 days where the server has TTL")
     s.set_defaults(func=cmd_clickhouse_schema)
+    ab.add_parser(sub, STATE_DIR)
     return p
 
 

@@ -17,6 +17,10 @@ INET_DIAG_CONG (inet_diag_handler_get_info() adds only tcp_info), so the
 final record takes the cc, delta and mode from the socket's last sweep;
 a connection that opened and closed between two sweeps has an empty cc.
 The kernel frees a socket once, so each close is recorded once.
+
+A/B arms: the sock_ops program keeps each assigned socket's arm label in
+copa_ab_arms (copa-fleet ab); the collector reads a socket's label once,
+by its cookie, and puts it in every record of the socket.
 """
 
 import contextlib
@@ -182,13 +186,14 @@ def _unmapped(addr):
     return addr[7:] if addr.startswith("::ffff:") and "." in addr else addr
 
 
-def record(diag, kind, now, host, prefix, cc, delta, mode, first_seen):
+def record(diag, kind, now, host, prefix, cc, delta, mode, first_seen,
+           arm=""):
     """One schema record from decode_inet_diag()'s ``diag``."""
     r = {"time": int(now), "host": host, "kind": kind,
          "cookie": diag["cookie"], "local_addr": diag["src"],
          "local_port": diag["sport"], "peer_addr": diag["dst"],
          "peer_port": diag["dport"], "peer_prefix": prefix, "cc": cc,
-         "ab_arm": "", "age_ms": max(0, int((now - first_seen) * 1000))}
+         "ab_arm": arm, "age_ms": max(0, int((now - first_seen) * 1000))}
     if delta is not None:
         r["copa_delta"] = delta
     if mode is not None:
@@ -206,10 +211,11 @@ def record(diag, kind, now, host, prefix, cc, delta, mode, first_seen):
 class Collector:
     """Sweeps and close events of one network namespace (``netns`` a
     name under /run/netns, None for the caller's), handed to ``sinks``
-    (objects with write(records)) as lists of schema records."""
+    (objects with write(records)) as lists of schema records; ``arms``
+    (ab.Arms, or None) gives a socket's A/B arm by its cookie."""
 
     def __init__(self, sinks, host=None, fraction=1.0, prefixes=None,
-                 netns=None, max_pending=1_000_000, log=None):
+                 netns=None, max_pending=1_000_000, log=None, arms=None):
         if not 0 < fraction <= 1:
             raise ValueError(f"sampling fraction {fraction}: in (0, 1]")
         self.sinks = list(sinks)
@@ -217,10 +223,12 @@ class Collector:
         self.fraction = fraction
         self.prefixes = prefixes or Prefixes()
         self.max_pending = max_pending
+        self.arms = arms
         self.log = log or (lambda msg: print(f"copa-fleet: {msg}",
                                              file=sys.stderr, flush=True))
         self._open(netns)
-        # cookie -> (first seen, cc, delta, mode, last sweep's number)
+        # cookie -> (first seen, cc, delta, mode, last sweep's number,
+        # A/B arm)
         self.seen = {}
         self.sweeps = 0
         self.ccs_checked = set()
@@ -298,11 +306,15 @@ class Collector:
         self._check_cc(diag["cc"], copa)
         delta, mode = copa.of(diag)
         first_seen = first[0] if first else now
+        arm = first[5] if first else self._arm(diag["cookie"])
         self.seen[diag["cookie"]] = (first_seen, diag["cc"], delta, mode,
-                                     self.sweeps)
+                                     self.sweeps, arm)
         return record(diag, schema.SAMPLE, now, self.host,
                       self.prefixes.of(diag["family"], msg[24:40]),
-                      diag["cc"], delta, mode, first_seen)
+                      diag["cc"], delta, mode, first_seen, arm)
+
+    def _arm(self, cookie):
+        return self.arms.get(cookie) if self.arms else ""
 
     def _forget(self):
         """Drop the sockets the last two sweeps did not see: their close
@@ -365,11 +377,13 @@ class Collector:
         if diag["dport"] == 0:          # a listener or never connected
             self.seen.pop(diag["cookie"], None)
             return None
-        first_seen, cc, delta, mode, _ = self.seen.pop(
-            diag["cookie"], (now, "", None, None, None))
+        first_seen, cc, delta, mode, _, arm = self.seen.pop(
+            diag["cookie"], (now, "", None, None, None, None))
+        if arm is None:
+            arm = self._arm(diag["cookie"])
         return record(diag, schema.FINAL, now, self.host,
                       self.prefixes.of(diag["family"], msg[24:40]),
-                      cc, delta, mode, first_seen)
+                      cc, delta, mode, first_seen, arm)
 
     def emit(self, records):
         """Hand ``records`` to every sink. A sink that fails keeps its

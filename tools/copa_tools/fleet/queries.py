@@ -131,6 +131,9 @@ def every_query(source, start=0, end=2 ** 32 - 1):
         out[f"retrans_{group}"] = retrans(source, keys, start, end)
     for column in ("delivery_rate_bps", "srtt_us", "min_rtt_us"):
         out[f"cdf_{column}"] = cdf(source, column, start, end)
+    labels = ("", "ab/treatment")     # "": records outside a test
+    out["ab_records"] = ab_records(source, labels, start, end)
+    out["ab_connections"] = ab_connections(source, labels, start, end)
     return out
 
 
@@ -160,6 +163,38 @@ def parse_rows(text):
     """A JSONEachRow answer as a list of dicts. 18.16 quotes 64-bit
     integers and current servers do not: the callers convert."""
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _labels(labels):
+    return ", ".join(_quote(x) for x in labels)
+
+
+def ab_records(source, labels, start, end):
+    """The records of the A/B arms ``labels``, one row each, for copa-fleet
+    ab report to resample: arm, host, cookie, peer, t (Unix seconds),
+    rate (delivery rate, bit/s) and rate_ok (not app-limited), srtt (us)
+    and srtt_ok."""
+    return f"""SELECT ab_arm AS arm, host, cookie, peer_addr AS peer,
+    toUInt32(time) AS t,
+    toFloat64(ifNull(delivery_rate_bps, 0)) AS rate,
+    toUInt8({RATE_OK}) AS rate_ok,
+    toFloat64(ifNull(srtt_us, 0)) AS srtt,
+    toUInt8(isNotNull(srtt_us)) AS srtt_ok
+FROM {source}
+WHERE {_between(start, end)} AND ab_arm IN ({_labels(labels)})"""
+
+
+def ab_connections(source, labels, start, end):
+    """The connections of the A/B arms ``labels``, one row each: arm,
+    host, cookie, peer, first_time (its first record), and its bytes
+    acked and retransmitted at their largest."""
+    return f"""SELECT ab_arm AS arm, host, cookie, any(peer_addr) AS peer,
+    min(toUInt32(time)) AS first_time,
+    max(ifNull(bytes_acked, 0)) AS acked,
+    max(ifNull(bytes_retrans, 0)) AS retrans
+FROM {source}
+WHERE {_between(start, end)} AND ab_arm IN ({_labels(labels)})
+GROUP BY ab_arm, host, cookie"""
 
 
 class QueryError(RuntimeError):
