@@ -268,8 +268,42 @@ def key_prefix(b):
     return f"{addr}/{plen}"
 
 
+PIN_PREFIX = BPFFS + "/copa_prefix"
+
+
+def prefix_value(cc, params):
+    """A copa_prefix value: congestion control ``cc`` ("" keeps the
+    connection's) and ``params``, {per-prefix parameter: parsed value}."""
+    cc = cc.encode()
+    if len(cc) >= CC_NAME_LEN:
+        raise Error(f"cc={cc.decode()}: 1 to {CC_NAME_LEN - 1} characters",
+                    errno.EINVAL)
+    vals, st = dict.fromkeys(SET_BITS, 0), 0
+    for k, v in params.items():
+        if k not in SET_BITS:
+            raise Error(f"{k}: not a per-prefix parameter", errno.EINVAL)
+        vals[k] = v
+        st |= SET_BITS[k]
+    return cc.ljust(CC_NAME_LEN, b"\0") + struct.pack(SK_PARAMS, st,
+                                                      *vals.values())
+
+
+def prefix_entries(pin=PIN_PREFIX):
+    """copa_prefix's entries: {prefix: (cc, {parameter: value})}, only
+    the parameters the entry sets."""
+    out = {}
+    for e in bpftool("map", "dump", "pinned", pin, json_out=True) or []:
+        v = raw(e["value"])
+        cc = v[:CC_NAME_LEN].split(b"\0")[0].decode()
+        st, *vals = struct.unpack(SK_PARAMS,
+                                  v[CC_NAME_LEN:CC_NAME_LEN + SK_PARAMS_LEN])
+        out[key_prefix(raw(e["key"]))] = (cc, {
+            k: x for (k, bit), x in zip(SET_BITS.items(), vals) if st & bit})
+    return out
+
+
 def cmd_prefix(args):
-    pin = BPFFS + "/copa_prefix"
+    pin = PIN_PREFIX
     if not args or args[0] not in ("add", "del", "list"):
         raise Error("usage: copa-bpf prefix add|del|list ...")
     if args[0] != "list" and len(args) < 2:
@@ -277,15 +311,10 @@ def cmd_prefix(args):
     if not os.path.exists(pin):
         raise Error("no copa_prefix map: run copa-bpf sockops attach CGROUP")
     if args[0] == "list":
-        for e in bpftool("map", "dump", "pinned", pin, json_out=True) or []:
-            v = raw(e["value"])
-            cc = v[:CC_NAME_LEN].split(b"\0")[0].decode()
-            st, *vals = struct.unpack(SK_PARAMS,
-                                      v[CC_NAME_LEN:CC_NAME_LEN + SK_PARAMS_LEN])
+        for prefix, (cc, params) in prefix_entries(pin).items():
             parts = [f"cc={cc}"] if cc else []
-            parts += [f"{k}={fmt_value(k, x)}"
-                      for (k, bit), x in zip(SET_BITS.items(), vals) if st & bit]
-            print(key_prefix(raw(e["key"])), " ".join(parts))
+            parts += [f"{k}={fmt_value(k, x)}" for k, x in params.items()]
+            print(prefix, " ".join(parts))
         return
     try:
         key = prefix_key(args[1])
@@ -294,25 +323,22 @@ def cmd_prefix(args):
     if args[0] == "del":
         bpftool("map", "delete", "pinned", pin, "key", *hexbytes(key))
         return
-    cc, vals, st = b"", dict.fromkeys(SET_BITS, 0), 0
+    cc, params = "", {}
     for a in args[2:]:
         k, eq, v = a.partition("=")
         if not eq:
             raise Error(f"{a!r}: expected NAME=VALUE", errno.EINVAL)
         if k == "cc":
-            cc = v.encode()
-            if not cc or len(cc) >= CC_NAME_LEN:
-                raise Error(f"cc={v}: 1 to {CC_NAME_LEN - 1} characters",
+            if not v:
+                raise Error(f"cc=: 1 to {CC_NAME_LEN - 1} characters",
                             errno.EINVAL)
+            cc = v
             continue
         if k not in SET_BITS:
             raise Error(f"{k}: not a per-prefix parameter", errno.EINVAL)
-        vals[k] = parse_value(k, v)
-        st |= SET_BITS[k]
-    val = cc.ljust(CC_NAME_LEN, b"\0") + struct.pack(SK_PARAMS, st,
-                                                     *vals.values())
+        params[k] = parse_value(k, v)
     bpftool("map", "update", "pinned", pin, "key", *hexbytes(key),
-            "value", *hexbytes(val))
+            "value", *hexbytes(prefix_value(cc, params)))
 
 
 def flows():
