@@ -4,6 +4,7 @@
     copa-fleet collect [--interval S] [--sample F] [--state-dir DIR] ...
     copa-fleet report [--state-dir DIR] [--hours H] [--baseline CC] ...
     copa-fleet ab start|status|stop|report ...
+    copa-fleet control [--dry-run | --once | --reset | --resume] ...
 
 collect samples every TCP socket of the host through inet_diag and
 records each connection's final state at close, as JSON lines under the
@@ -19,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from . import ab, queries, schema, store
+from . import ab, control, queries, schema, store
 
 STATE_DIR = "/var/lib/copa-fleet"
 
@@ -217,6 +218,7 @@ def parser():
                         "30 days where the server has TTL")
     s.set_defaults(func=cmd_clickhouse_schema)
     ab.add_parser(sub, STATE_DIR)
+    control.add_parser(sub)
     return p
 
 

@@ -122,6 +122,77 @@ def span(source):
 FROM {source}"""
 
 
+def _large(min_bytes):
+    """A record of a connection that had acked at least ``min_bytes``."""
+    return f"ifNull(bytes_acked, 0) >= {int(min_bytes)}"
+
+
+def control_groups(source, start, end, min_bytes):
+    """The controller's numbers per prefix, cc and Copa delta (delta_key:
+    the delta, -1 for none), over the records of connections that had
+    acked at least ``min_bytes``: connections, records, rate_q (delivery
+    rate at its median and p10, not app-limited), srtt_q (p50, p90) and
+    base_rtt_q (min_rtt at p10, the path's RTT without a queue)."""
+    large = _large(min_bytes)
+    return f"""SELECT peer_prefix, cc,
+    ifNull(copa_delta, -1) AS delta_key,
+    uniqExact(host, cookie) AS connections,
+    count() AS records,
+    countIf({RATE_OK}) AS rate_records,
+    {_quantiles("delivery_rate_bps", (0.5, 0.1), RATE_OK)} AS rate_q,
+    {_quantiles("srtt_us", (0.5, 0.9))} AS srtt_q,
+    {_quantiles("min_rtt_us", (0.1,))} AS base_rtt_q
+FROM {source}
+WHERE {_between(start, end)} AND {large}
+GROUP BY peer_prefix, cc, delta_key
+ORDER BY peer_prefix, cc, delta_key"""
+
+
+def control_retrans(source, start, end, min_bytes):
+    """Retransmission overhead per prefix, cc and delta_key, over the
+    connections that acked at least ``min_bytes``: retrans() for the
+    controller's groups."""
+    return f"""SELECT peer_prefix, cc, delta_key,
+    count() AS connections,
+    sum(retrans) / greatest(sum(acked), 1) AS retrans_overhead
+FROM (
+    SELECT peer_prefix, cc, ifNull(copa_delta, -1) AS delta_key,
+        host, cookie,
+        max(ifNull(bytes_acked, 0)) AS acked,
+        max(ifNull(bytes_retrans, 0)) AS retrans
+    FROM {source}
+    WHERE {_between(start, end)}
+    GROUP BY peer_prefix, cc, delta_key, host, cookie
+    HAVING acked >= {int(min_bytes)}
+)
+GROUP BY peer_prefix, cc, delta_key
+ORDER BY peer_prefix, cc, delta_key"""
+
+
+# The metrics the controller's duty cycle may rank prefixes by: column,
+# the records that count, and whether a low value is the poor one.
+DUTY_METRICS = {"delivery_rate": ("delivery_rate_bps", RATE_OK, True),
+                "srtt": ("srtt_us", "isNotNull(srtt_us)", False)}
+
+
+def control_windows(source, window_s, start, end, min_bytes, metric):
+    """Per window of ``window_s`` seconds and prefix: the median of
+    DUTY_METRICS[``metric``] over the large connections' records (value),
+    and the newest record's time of any connection (newest)."""
+    column, ok, _ = DUTY_METRICS[metric]
+    w = int(window_s)
+    cond = f"{_large(min_bytes)} AND {ok}"
+    return f"""SELECT intDiv(toUInt32(time), {w}) * {w} AS window_start,
+    peer_prefix,
+    countIf({cond}) AS samples,
+    quantileTDigestIf(0.5)(toFloat64(ifNull({column}, 0)), {cond}) AS value,
+    max(toUInt32(time)) AS newest
+FROM {source}
+WHERE {_between(start, end)}
+GROUP BY window_start, peer_prefix
+ORDER BY window_start, peer_prefix"""
+
+
 def every_query(source, start=0, end=2 ** 32 - 1):
     """Every query of this module over ``source``: what the tests run on
     each engine."""
@@ -131,6 +202,11 @@ def every_query(source, start=0, end=2 ** 32 - 1):
         out[f"retrans_{group}"] = retrans(source, keys, start, end)
     for column in ("delivery_rate_bps", "srtt_us", "min_rtt_us"):
         out[f"cdf_{column}"] = cdf(source, column, start, end)
+    out["control_groups"] = control_groups(source, start, end, 1000)
+    out["control_retrans"] = control_retrans(source, start, end, 1000)
+    for metric in DUTY_METRICS:
+        out[f"control_windows_{metric}"] = control_windows(
+            source, 300, start, end, 1000, metric)
     labels = ("", "ab/treatment")     # "": records outside a test
     out["ab_records"] = ab_records(source, labels, start, end)
     out["ab_connections"] = ab_connections(source, labels, start, end)
