@@ -34,6 +34,7 @@ import time
 
 from .. import netlink, params
 from . import schema
+from .batch import Batch
 
 # Connected states (linux/tcp_states.h): no LISTEN, SYN_RECV (request
 # sockets carry no tcp_info), TIME_WAIT or CLOSE.
@@ -163,23 +164,82 @@ class CopaState:
                 self.flows = {}
         return self.flows
 
-    def of(self, diag):
-        """(delta, mode) of the socket ``diag`` (decode_inet_diag's), or
-        (None, None) for an algorithm other than Copa."""
-        cc = diag["cc"]
-        if cc in MODULE_CCS:
-            vegas = diag.get("vegas")
-            mode = vegas and self.MODES.get(vegas["tcpv_enabled"],
-                                            str(vegas["tcpv_enabled"]))
-            return self._module_delta(MODULE_CCS[cc]), mode
-        if cc in BPF_CCS:
-            f = self._bpf_flows().get((_unmapped(diag["src"]),
-                                       _unmapped(diag["dst"]),
-                                       diag["sport"], diag["dport"]))
-            if f:
-                return f["delta"] / 1000, self.MODES.get(f["mode"],
-                                                         str(f["mode"]))
-        return None, None
+    def of(self, ccs, vegas_enabled, local, peer, sport, dport):
+        """(deltas, modes) of the sockets of ``ccs`` (names), None for an
+        algorithm other than Copa: the module's from ``vegas_enabled``
+        (tcpvegas_info's, -1 if absent), bpf_copa's from its four-tuple's
+        copa_flows entry."""
+        deltas, modes = [None] * len(ccs), [None] * len(ccs)
+        for i, cc in enumerate(ccs):
+            if cc in MODULE_CCS:
+                deltas[i] = self._module_delta(MODULE_CCS[cc])
+                v = int(vegas_enabled[i])
+                modes[i] = self.MODES.get(v, str(v)) if v >= 0 else None
+            elif cc in BPF_CCS:
+                f = self._bpf_flows().get((_unmapped(local[i]),
+                                           _unmapped(peer[i]),
+                                           sport[i], dport[i]))
+                if f:
+                    deltas[i] = f["delta"] / 1000
+                    modes[i] = self.MODES.get(f["mode"], str(f["mode"]))
+        return deltas, modes
+
+
+def sampled_mask(cookies, fraction):
+    """sampled() of every cookie of the uint64 array ``cookies`` at once,
+    a bool array; None when ``fraction`` takes every socket."""
+    if fraction >= 1:
+        return None
+    import numpy as np
+    return cookies * np.uint64(HASH_MULT) < np.uint64(math.ceil(fraction
+                                                                * U64))
+
+
+def _rows(cols, keep):
+    """netlink.inet_diag_columns()'s ``cols`` of the rows ``keep`` only."""
+    out = dict(cols)
+    for k in ("index", "family", "sport", "dport", "src", "dst", "cookie",
+              "vegas_enabled"):
+        out[k] = cols[k][keep]
+    out["cc"] = cols["cc"][0][keep], cols["cc"][1]
+    out["info"] = {k: (v[keep], p[keep]) for k, (v, p) in
+                   cols["info"].items()}
+    return out
+
+
+def _column(values, present):
+    """A Batch column of ``values`` where the bool array ``present`` says
+    so, or None where no record has it."""
+    if present.all():
+        return values
+    return (values, present) if present.any() else None
+
+
+def _copa_columns(columns, deltas, modes):
+    import numpy as np
+    for name, values in (("copa_delta", deltas), ("copa_mode", modes)):
+        col = _column(values, np.fromiter((v is not None for v in values),
+                                          bool, len(values)))
+        if col is not None:
+            columns[name] = col
+
+
+def _info_columns(columns, info):
+    """The tcp_info columns of FROM_TCP_INFO and pacing_rate_bps, from
+    netlink.inet_diag_columns()'s ``info``."""
+    for name, field, mult in FROM_TCP_INFO:
+        values, present = info[field]
+        values = values.tolist()
+        if mult != 1:
+            values = [v * mult for v in values]
+        col = _column(values, present)
+        if col is not None:
+            columns[name] = col
+    values, present = info["pacing_rate"]
+    col = _column([v * 8 for v in values.tolist()],
+                  present & (values != UNPACED))
+    if col is not None:
+        columns["pacing_rate_bps"] = col
 
 
 def _unmapped(addr):
@@ -230,6 +290,7 @@ class Collector:
         # cookie -> (first seen, cc, delta, mode, last sweep's number,
         # A/B arm)
         self.seen = {}
+        self.addresses = {}
         self.sweeps = 0
         self.ccs_checked = set()
         self.last_second = None
@@ -274,47 +335,79 @@ class Collector:
                 now = time.time()
         self.last_second = int(now)
         copa = CopaState(self.netns_ino, self.sysctl_dir)
-        out = []
+        buf, starts, ends = b"", [], []
         for family in (socket.AF_INET, socket.AF_INET6):
             seq = next(netlink._seq)
             self.diag.send(netlink.inet_diag_request(family, EXT, STATES,
                                                      seq))
-            for data, start, end in netlink.dump_spans(self.diag, seq):
-                r = self._sample(data, start, end, now, copa)
-                if r:
-                    out.append(r)
+            more, s, e = netlink.dump_buffer(self.diag, seq)
+            starts += [len(buf) + x for x in s]
+            ends += [len(buf) + x for x in e]
+            buf += more
+        out = self._samples(buf, starts, ends, now, copa)
         self.sweeps += 1
         self._forget()
         self.stats["samples"] += len(out)
         return out
 
-    def _sample(self, data, start, end, now, copa):
-        """The record of the socket at data[start:end], or None: not
-        sampled (read from its cookie alone), or a bad message."""
-        try:
-            if not sampled(netlink.inet_diag_cookie(data, start, end),
-                           self.fraction):
-                return None
-            msg = data[start:end]
-            diag = netlink.decode_inet_diag(msg, INFO_NAMES)
-        except (netlink.NetlinkError, struct.error) as err:
+    def _samples(self, buf, starts, ends, now, copa):
+        """The records, as a Batch, of the sampled sockets among the
+        dump's messages buf[starts[i]:ends[i]]; a bad message is said and
+        skipped."""
+        cols = netlink.inet_diag_columns(buf, starts, ends, INFO_NAMES)
+        for _, err in cols["bad"]:
             self._bad("sock_diag dump", err)
-            return None
-        first = self.seen.get(diag["cookie"])
-        if first and not diag["cc"]:    # a closing socket may not say
-            diag["cc"] = first[1]
-        self._check_cc(diag["cc"], copa)
-        delta, mode = copa.of(diag)
-        first_seen = first[0] if first else now
-        arm = first[5] if first else self._arm(diag["cookie"])
-        self.seen[diag["cookie"]] = (first_seen, diag["cc"], delta, mode,
-                                     self.sweeps, arm)
-        return record(diag, schema.SAMPLE, now, self.host,
-                      self.prefixes.of(diag["family"], msg[24:40]),
-                      diag["cc"], delta, mode, first_seen, arm)
+        keep = sampled_mask(cols["cookie"], self.fraction)
+        if keep is not None:
+            cols = _rows(cols, keep)
+        cookies = cols["cookie"].tolist()
+        code, names = cols["cc"]
+        ccs = [names[c] for c in code.tolist()]
+        seen = self.seen
+        for i in [i for i, cc in enumerate(ccs) if not cc]:
+            first = seen.get(cookies[i])     # a closing socket may not say
+            if first:
+                ccs[i] = first[1]
+        for cc in set(ccs):
+            self._check_cc(cc, copa)
+        family = cols["family"].tolist()
+        src, dst = cols["src"].tolist(), cols["dst"].tolist()
+        sport, dport = cols["sport"].tolist(), cols["dport"].tolist()
+        local = list(map(self._address, family, src))
+        peer = list(map(self._address, family, dst))
+        delta, mode = copa.of(ccs, cols["vegas_enabled"], local, peer,
+                              sport, dport)
+        get = seen.get
+        known = list(map(get, cookies))
+        firsts = [f[0] if f else now for f in known]
+        arms = [f[5] if f else self._arm(c) for f, c in zip(known, cookies)]
+        sweep = self.sweeps
+        seen.update(zip(cookies, zip(firsts, ccs, delta, mode,
+                                     [sweep] * len(cookies), arms)))
+        columns = {"time": int(now), "host": self.host,
+                   "kind": schema.SAMPLE, "cookie": cookies,
+                   "local_addr": local, "local_port": sport,
+                   "peer_addr": peer, "peer_port": dport,
+                   "peer_prefix": list(map(self.prefixes.of, family, dst)),
+                   "cc": ccs, "ab_arm": arms,
+                   "age_ms": [max(0, int((now - f) * 1000))
+                              for f in firsts]}
+        _copa_columns(columns, delta, mode)
+        _info_columns(columns, cols["info"])
+        return Batch(len(cookies), columns)
 
     def _arm(self, cookie):
         return self.arms.get(cookie) if self.arms else ""
+
+    def _address(self, family, raw):
+        """The text of address ``raw`` (16 bytes) of ``family``, cached."""
+        key = (family, raw)
+        text = self.addresses.get(key)
+        if text is None:
+            if len(self.addresses) > 1 << 20:
+                self.addresses.clear()
+            text = self.addresses[key] = netlink._address(family, raw)
+        return text
 
     def _forget(self):
         """Drop the sockets the last two sweeps did not see: their close
@@ -386,27 +479,35 @@ class Collector:
                       cc, delta, mode, first_seen, arm)
 
     def emit(self, records):
-        """Hand ``records`` to every sink. A sink that fails keeps its
-        records, in order, for the next emit() (up to max_pending, beyond
-        which the oldest are dropped and counted)."""
+        """Hand ``records`` (a list of dicts or a Batch) to every sink. A
+        sink that fails keeps them, after those it holds already, for the
+        next emit() (up to max_pending records, beyond which the oldest
+        are dropped and counted)."""
         for sink in self.sinks:
             queue = self.pending[id(sink)]
-            queue.extend(records)
-            if not queue:
-                continue
-            try:
-                sink.write(queue)
-            except OSError as err:
-                self.log(f"{err}; {len(queue)} records held, retried at "
-                         f"the next write")
-                excess = len(queue) - self.max_pending
-                if excess > 0:
-                    del queue[:excess]
-                    self.stats["dropped"] += excess
-                    self.log(f"{excess} records dropped: more than "
-                             f"{self.max_pending} held")
-                continue
-            queue.clear()
+            if records:
+                queue.append(records)
+            while queue:
+                try:
+                    sink.write(queue[0])
+                except OSError as err:
+                    self._hold(queue, err)
+                    break
+                queue.pop(0)
+
+    def _hold(self, queue, err):
+        held = sum(map(len, queue))
+        self.log(f"{err}; {held} records held, retried at the next write")
+        excess = held - self.max_pending
+        if excess <= 0:
+            return
+        self.stats["dropped"] += excess
+        self.log(f"{excess} records dropped: more than {self.max_pending} "
+                 f"held")
+        while excess >= len(queue[0]):
+            excess -= len(queue.pop(0))
+        if excess:
+            queue[0] = queue[0][excess:]
 
     def run(self, interval=10.0, flush_s=1.0, stop=lambda: False,
             sweeps=None):
@@ -418,7 +519,8 @@ class Collector:
         while not stop():
             now = time.monotonic()
             if now >= next_sweep:
-                self.emit(self.closes() + self.sweep())
+                self.emit(self.closes())
+                self.emit(self.sweep())
                 if sweeps is not None:
                     sweeps -= 1
                     if sweeps <= 0:

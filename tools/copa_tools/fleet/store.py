@@ -23,6 +23,7 @@ import socket
 import time
 
 from . import schema
+from .batch import Batch
 
 PART = ".part"
 DONE = ".jsonl"
@@ -81,7 +82,10 @@ def recover(directory):
 
 
 def encode(records):
-    """``records`` as JSON lines, each checked against the schema."""
+    """``records`` as JSON lines, each checked against the schema; a
+    Batch was checked whole when it was made."""
+    if isinstance(records, Batch):
+        return records.jsonl()
     lines = []
     for r in records:
         schema.check(r)

@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: GPL-2.0
+"""copa-fleet's columnar path: a Batch's JSON lines are the lines
+store.encode() writes for the same records as dicts; the columnar
+sock_diag decoder agrees with decode_inet_diag(), message by message;
+sampling a column of cookies agrees with sampled()."""
+import json
+import socket
+
+import numpy as np
+import pytest
+
+from copa_tools import netlink
+from copa_tools.fleet import batch, collector, schema, store
+
+from test_fleet_records import diag, nlmsg, tcp_info
+
+
+def columns(n):
+    present = np.array([i % 3 != 0 for i in range(n)])
+    return {"time": 1000, "host": 'h"%d', "kind": schema.SAMPLE,
+            "cookie": list(range(n)), "local_addr": ["10.0.0.1"] * n,
+            "local_port": [5201] * n,
+            "peer_addr": [f"10.0.{i}.2" for i in range(n)],
+            "peer_port": list(range(40000, 40000 + n)),
+            "peer_prefix": [f"10.0.{i}.0/24" for i in range(n)],
+            "cc": ["copa" if p else "cúbic" for p in present],
+            "ab_arm": "", "age_ms": [i * 1000 for i in range(n)],
+            "copa_delta": ([0.5 if p else None for p in present], present),
+            "srtt_us": ([2 ** 63 + i for i in range(n)],
+                        np.arange(n) % 2 == 0),
+            "app_limited": [i % 2 for i in range(n)]}
+
+
+def test_batch_lines_are_the_dicts_lines():
+    b = batch.Batch(7, columns(7))
+    records = list(b)
+    assert "copa_delta" not in records[0] and records[1]["copa_delta"] == 0.5
+    assert "srtt_us" not in records[1] and records[2]["srtt_us"] == 2 ** 63 + 2
+    assert b.jsonl() == store.encode(records)
+    assert store.encode(b) == store.encode(records)
+    assert list(b[2:]) == records[2:] and len(b[2:]) == 5
+    assert [json.loads(x) for x in b.jsonl().splitlines()] == records
+
+
+def test_batch_is_checked_whole():
+    cols = columns(2)
+    del cols["host"]
+    with pytest.raises(schema.RecordError, match="missing \\['host'\\]"):
+        batch.Batch(2, cols)
+    with pytest.raises(schema.RecordError, match="kind"):
+        batch.Batch(2, dict(columns(2), kind="nope"))
+
+
+def test_columns_agree_with_decode_inet_diag():
+    msgs = [diag(7, b"copa", vegas=(1, 2, 3, 4)),
+            diag(8, b"cubic", family=socket.AF_INET6, dst="2001:db8::9"),
+            diag(9, None), diag(10)[:40],
+            diag(11, info=tcp_info(rtt_us=5)[:100]),
+            diag(12, b"bbr", dport=0)]
+    buf = b"".join(nlmsg(m) for m in msgs)
+    spans = [(a, b) for _, _, a, b in netlink.message_spans(buf)]
+    cols = netlink.inet_diag_columns(buf, *zip(*spans),
+                                     netlink.TCP_INFO_NAMES)
+    assert cols["bad"] == [(3, "inet_diag message of 40 bytes, expected "
+                               "at least 72")]
+    code, names = cols["cc"]
+    for j, i in enumerate(cols["index"]):
+        d = netlink.decode_inet_diag(msgs[i])
+        assert names[code[j]] == d["cc"]
+        assert (int(cols["cookie"][j]), cols["sport"][j],
+                cols["dport"][j]) == (d["cookie"], d["sport"], d["dport"])
+        for side in ("src", "dst"):
+            assert netlink._address(d["family"], cols[side][j].tobytes()) \
+                == d[side]
+        info = {k: int(v[j]) for k, (v, p) in cols["info"].items() if p[j]}
+        assert info == d.get("info", {})
+        assert cols["vegas_enabled"][j] == \
+            d.get("vegas", {}).get("tcpv_enabled", -1)
+
+
+def test_sampled_mask_is_sampled():
+    cookies = np.arange(1, 20001, dtype=np.uint64) * np.uint64(7919)
+    for fraction in (0.25, 0.5, 1 - 2 ** -53):
+        mask = collector.sampled_mask(cookies, fraction)
+        assert mask.tolist() == [collector.sampled(int(c), fraction)
+                                 for c in cookies]
+    assert collector.sampled_mask(cookies, 1.0) is None
