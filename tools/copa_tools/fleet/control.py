@@ -491,6 +491,11 @@ class Backend:
     def capacity(self):
         return None
 
+    def clear(self, prefixes):
+        """Return ``prefixes`` to the host default."""
+        for p in prefixes:
+            self.apply(p, HOST_DEFAULT)
+
 
 def available_ccs():
     with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
@@ -532,6 +537,18 @@ class BpfMap(Backend):
                                  params.get("delta"))
         return out
 
+    def clear(self, prefixes):
+        """One bpftool batch: the kill switch at 4,096 entries takes a
+        second, not a bpftool per entry."""
+        lines = [" ".join(["map", "delete", "pinned", self.pin, "key",
+                           *self.bpf.hexbytes(self.bpf.prefix_key(p))])
+                 for p in prefixes]
+        r = subprocess.run(["bpftool", "batch", "file", "-"],
+                           input="\n".join(lines) + "\n", text=True,
+                           capture_output=True)
+        if r.returncode:
+            raise ControlError(f"bpftool batch: {r.stderr.strip()}")
+
     def apply(self, prefix, policy):
         key = self.bpf.hexbytes(self.bpf.prefix_key(prefix))
         if policy == HOST_DEFAULT:
@@ -571,7 +588,7 @@ class Routes(Backend):
                 net = str(ipaddress.ip_network(
                     r["dst"] if "/" in r["dst"] else
                     r["dst"] + ("/32" if family == "-4" else "/128")))
-                cc = (r.get("metrics") or [{}])[0].get("congctl", "")
+                cc = (r.get("metrics") or [{}])[0].get("congestion", "")
                 out[net] = Policy(next((k for k, v in self.NAMES.items()
                                         if v == cc), cc or DEFAULT))
         return out
@@ -615,12 +632,19 @@ class Audit:
         self.path = path
 
     def write(self, event, **fields):
-        line = json.dumps({"time": _iso(time.time()), "event": event,
-                           **fields}, sort_keys=True) + "\n"
+        self.write_all([dict(event=event, **fields)])
+
+    def write_all(self, events):
+        """Append ``events`` (dicts with an "event") with one write."""
+        now = _iso(time.time())
+        data = "".join(json.dumps({"time": now, **e}, sort_keys=True) + "\n"
+                       for e in events).encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
                      | os.O_CLOEXEC, 0o644)
         try:
-            os.write(fd, line.encode())
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -784,13 +808,13 @@ class Controller:
                          f"{_iso(time.time())}\n")
         have = self.backend.entries()
         targets = sorted(prefixes or set(have) | set(self.policies()))
-        done = []
+        done = [p for p in targets if have.get(p, HOST_DEFAULT) !=
+                HOST_DEFAULT]
+        self.audit.write_all([{"event": "reset", "prefix": p,
+                               "current": str(have[p]),
+                               "target": str(HOST_DEFAULT)} for p in done])
+        self.backend.clear(done)
         for p in targets:
-            if have.get(p, HOST_DEFAULT) != HOST_DEFAULT:
-                self.audit.write("reset", prefix=p, current=str(have[p]),
-                                 target=str(HOST_DEFAULT))
-                self.backend.apply(p, HOST_DEFAULT)
-                done.append(p)
             entry = self.state["prefixes"].get(p)
             if entry is not None:
                 entry.update(policy=asdict(HOST_DEFAULT), rule="reset",
