@@ -49,7 +49,7 @@ import time
 import urllib.parse
 import zlib
 
-from . import queries, schema
+from . import queries, schema, store
 
 # Days a record is kept: the table's TTL where the server has TTL (19.6
 # and later); on older servers (Debian's 18.16) drop old days with
@@ -310,12 +310,9 @@ class Sink:
         that does not fit the schema, and OSError if the file cannot be
         written (ENOSPC too when the spool would outgrow
         max_spool_bytes); either way nothing is spooled."""
-        if not records:
+        data = store.encode(records)
+        if not data:
             return
-        for record in records:
-            schema.check(record)
-        data = "".join(json.dumps(r, separators=(",", ":")) + "\n"
-                       for r in records).encode()
         if self.spool_bytes + len(data) > self.max_spool_bytes:
             raise OSError(errno.ENOSPC, f"the ClickHouse spool {self.spool} "
                           f"holds {self.spool_bytes >> 20} MB, its limit "
