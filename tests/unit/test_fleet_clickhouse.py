@@ -253,6 +253,21 @@ def test_kill_9_after_stored_before_answer(server, sink):
     assert sink.spooled() == []
 
 
+def test_resend_waits_for_an_insert_still_running(server, sink):
+    """Before it looks for stored keys, the sink waits until no query
+    with its query_id prefix runs on the server (here a 1 s sleep)."""
+    import threading
+    sleeper = threading.Thread(target=clickhouse.Server(server.url).request,
+                               args=("SELECT sleep(1)",),
+                               kwargs={"query_id": sink.query_prefix + "x"})
+    sleeper.start()
+    time.sleep(0.2)
+    start = time.monotonic()
+    assert sink._not_yet_stored([(b"", record(0))]) == [(b"", record(0))]
+    assert time.monotonic() - start >= 0.5
+    sleeper.join()
+
+
 def test_restart_after_stored_before_deleted(server, table, tmp_path,
                                              reports):
     """A run that stopped after the server stored a batch but before it
