@@ -207,6 +207,19 @@ def _rows(cols, keep):
     return out
 
 
+def _per_address(family, raw, text):
+    """[text(family, address)] for the columns ``family`` and ``raw`` (16
+    bytes each), computed once per distinct address."""
+    import numpy as np
+    out = np.empty(len(raw), object)
+    for f in np.unique(family).tolist():
+        rows = family == f
+        uniq, code = np.unique(raw[rows].view("S16"), return_inverse=True)
+        texts = [text(f, u.ljust(16, b"\0")) for u in uniq.tolist()]
+        out[rows] = np.array(texts, object)[code.ravel()]
+    return out.tolist()
+
+
 def _column(values, present):
     """A Batch column of ``values`` where the bool array ``present`` says
     so, or None where no record has it."""
@@ -290,7 +303,6 @@ class Collector:
         # cookie -> (first seen, cc, delta, mode, last sweep's number,
         # A/B arm)
         self.seen = {}
-        self.addresses = {}
         self.sweeps = 0
         self.ccs_checked = set()
         self.last_second = None
@@ -370,11 +382,9 @@ class Collector:
                 ccs[i] = first[1]
         for cc in set(ccs):
             self._check_cc(cc, copa)
-        family = cols["family"].tolist()
-        src, dst = cols["src"].tolist(), cols["dst"].tolist()
         sport, dport = cols["sport"].tolist(), cols["dport"].tolist()
-        local = list(map(self._address, family, src))
-        peer = list(map(self._address, family, dst))
+        local = _per_address(cols["family"], cols["src"], netlink._address)
+        peer = _per_address(cols["family"], cols["dst"], netlink._address)
         delta, mode = copa.of(ccs, cols["vegas_enabled"], local, peer,
                               sport, dport)
         get = seen.get
@@ -388,7 +398,8 @@ class Collector:
                    "kind": schema.SAMPLE, "cookie": cookies,
                    "local_addr": local, "local_port": sport,
                    "peer_addr": peer, "peer_port": dport,
-                   "peer_prefix": list(map(self.prefixes.of, family, dst)),
+                   "peer_prefix": _per_address(cols["family"], cols["dst"],
+                                               self.prefixes.of),
                    "cc": ccs, "ab_arm": arms,
                    "age_ms": [max(0, int((now - f) * 1000))
                               for f in firsts]}
@@ -398,16 +409,6 @@ class Collector:
 
     def _arm(self, cookie):
         return self.arms.get(cookie) if self.arms else ""
-
-    def _address(self, family, raw):
-        """The text of address ``raw`` (16 bytes) of ``family``, cached."""
-        key = (family, raw)
-        text = self.addresses.get(key)
-        if text is None:
-            if len(self.addresses) > 1 << 20:
-                self.addresses.clear()
-            text = self.addresses[key] = netlink._address(family, raw)
-        return text
 
     def _forget(self):
         """Drop the sockets the last two sweeps did not see: their close
