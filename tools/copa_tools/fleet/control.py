@@ -411,57 +411,61 @@ def _iso(t):
 # ---------------------------------------------------------------------------
 # Validating
 
-def overlaps(prefix, others):
-    """The prefixes of ``others`` that contain or are inside ``prefix``."""
-    net = ipaddress.ip_network(prefix)
-    return sorted(o for o in others if o != prefix
-                  and (n := ipaddress.ip_network(o)).version == net.version
+def overlaps(net, others):
+    """The prefixes of ``others`` ({prefix: network}) that contain or are
+    inside ``net``, other than itself."""
+    return sorted(p for p, n in others.items() if n != net
+                  and n.version == net.version
                   and (n.subnet_of(net) or net.subnet_of(n)))
+
+
+def refusal(d, names, cfg):
+    """Why ``d``'s change is refused on its own, or None."""
+    t, c = d.target, d.current
+    try:
+        net = ipaddress.ip_network(d.prefix)
+    except ValueError as err:
+        return f"not a prefix: {err}"
+    if str(net) != d.prefix:
+        return f"not in canonical form (use {net})"
+    if t.cc != DEFAULT and t.cc not in names:
+        return f"{t.cc} is not available on this host"
+    if t.delta is not None and (t.delta not in cfg.deltas or
+                                not DELTA.min <= t.delta <= DELTA.max):
+        return f"delta {t.delta / 1000:g} not allowed"
+    if t.cc != DEFAULT and c.cc != DEFAULT:
+        if t.cc != c.cc:
+            return f"{c} to {t}: go through the host default"
+        if c.delta is not None and t.delta is not None and \
+                abs(cfg.deltas.index(t.delta)
+                    - cfg.deltas.index(c.delta)) > 1:
+            return "delta moves more than one rung"
+    return None
 
 
 def validate(decisions, applied, owned, capacity, names, cfg):
     """Split the changes of ``decisions`` into (accepted, refused), each
-    refusal with its reason in .note: a prefix that is not a network or
-    overlaps another entry with a different policy, a cc the host lacks,
-    a delta off the ladder or out of tcp_copa_params.h's range, a delta
-    step of more than one rung, a switch between two policies' ccs
-    without the host default between, past the cap on changes, or past
-    the map's capacity. ``applied``: the backend's entries, {prefix:
-    Policy}; ``owned``: the prefixes the controller put there."""
+    refusal with its reason in .note, highest priority first: refusal()'s
+    reasons, past the cap on changes (deferred), an overlap with an entry
+    of another policy (the operator's, or the controller's), or past the
+    map's capacity. ``applied``: the backend's entries, {prefix:
+    Policy}; ``owned``: the prefixes the controller put there. Overlaps
+    are looked for only for changes within the cap: a round costs
+    max_changes times the map's entries."""
     accepted, refused = [], []
     count = len(applied)
+    nets = {p: ipaddress.ip_network(p) for p in applied}
     for d in sorted((d for d in decisions if d.change),
                     key=lambda d: -d.priority):
         t, c = d.target, d.current
-        why = None
-        try:
-            net = ipaddress.ip_network(d.prefix)
-        except ValueError as err:
-            why = f"not a prefix: {err}"
-        else:
-            if str(net) != d.prefix:
-                why = f"not in canonical form (use {net})"
-        if why is None:
-            foreign = overlaps(d.prefix, set(applied) - set(owned))
-            ours = [o for o in overlaps(d.prefix, owned)
-                    if applied.get(o) != t]
-            if foreign or ours:
-                why = f"overlaps {', '.join(foreign + ours)}"
-        if why is None and t.cc != DEFAULT and t.cc not in names:
-            why = f"{t.cc} is not available on this host"
-        if why is None and t.delta is not None:
-            if t.delta not in cfg.deltas or \
-                    not DELTA.min <= t.delta <= DELTA.max:
-                why = f"delta {t.delta / 1000:g} not allowed"
-        if why is None and t.cc != DEFAULT and c.cc != DEFAULT:
-            if t.cc != c.cc:
-                why = f"{c} to {t}: go through the host default"
-            elif c.delta is not None and t.delta is not None and \
-                    abs(cfg.deltas.index(t.delta)
-                        - cfg.deltas.index(c.delta)) > 1:
-                why = "delta moves more than one rung"
+        why = refusal(d, names, cfg)
         if why is None and len(accepted) >= cfg.max_changes:
             why = f"deferred: {cfg.max_changes} changes this round"
+        if why is None and t != HOST_DEFAULT:
+            near = [p for p in overlaps(ipaddress.ip_network(d.prefix), nets)
+                    if p not in owned or applied[p] != t]
+            if near:
+                why = f"overlaps {', '.join(near)}"
         adds = 1 if c == HOST_DEFAULT and t != HOST_DEFAULT else \
             -1 if t == HOST_DEFAULT else 0
         if why is None and capacity is not None and count + adds > capacity:
@@ -837,8 +841,9 @@ def report_rows(decisions):
     rows = []
     for d in decisions:
         row = {"prefix": d.prefix, "policy": str(d.current),
-               "next": str(d.target) if d.change else "", "rule": d.rule,
-               "why": d.why, "note": d.note}
+               "next": str(d.target) if d.change else None,
+               "rule": d.rule or None, "why": d.why or None,
+               "note": d.note or None}
         row.update({k: d.numbers.get(k) for k in COLUMNS[6:]})
         rows.append(row)
     return rows
