@@ -375,6 +375,7 @@ def test_validate():
     owned = {"192.0.2.0/24"}
     cases = [
         (decision("10.1.2.0/24", Policy("copa", 500)), "overlaps 10.0.0.0/8"),
+        (decision("10.0.0.0/8", Policy("copa", 500)), "the operator's entry"),
         (decision("192.0.2.0/25", Policy("copa", 200)),
          "overlaps 192.0.2.0/24"),
         (decision("192.0.2.1/24", Policy("copa", 500)), "host bits set"),
@@ -461,11 +462,16 @@ def test_restart_between_audit_and_state(tmp_path, fleet):
     backend, world, ctl = fleet
     run_rounds(ctl, world, 1)
     world.write(T0 + 2 * ROUND)
-    save = ctl.save_state
-    ctl.save_state = lambda: (_ for _ in ()).throw(SystemExit("killed"))
+    save, saves = ctl.save_state, []
+
+    def killed_after_apply():
+        saves.append(1)
+        if len(saves) == 2:     # the first records what it is applying
+            raise SystemExit("killed")
+        save()
+    ctl.save_state = killed_after_apply
     with pytest.raises(SystemExit):
         ctl.round(T0 + 2 * ROUND)
-    ctl.save_state = save
     assert len(backend.map) == 1        # applied, not in the state file
     again = controller(tmp_path, backend, world)
     assert again.reconcile() == list(backend.applied[0][:1])
@@ -474,6 +480,20 @@ def test_restart_between_audit_and_state(tmp_path, fleet):
     assert events == ["change", "reconcile"]
     run_rounds(again, world, 2, start=2)
     assert len(backend.map) == 3
+
+
+def test_operators_entries_are_left_alone(tmp_path, fleet):
+    """An entry the operator made on a prefix the controller would
+    change: refused every round, and a restart does not remove it."""
+    backend, world, ctl = fleet
+    backend.map["192.0.2.0/24"] = Policy("cubic")
+    run_rounds(ctl, world, 3)
+    assert backend.map["192.0.2.0/24"] == Policy("cubic")
+    assert len(backend.map) == 3
+    refused = [a for a in audit(tmp_path) if a["event"] == "refused"]
+    assert {a["reason"] for a in refused} == {"the operator's entry"}
+    assert controller(tmp_path, backend, world).reconcile() == []
+    assert backend.map["192.0.2.0/24"] == Policy("cubic")
 
 
 def test_state_file_is_whole_or_old(tmp_path, fleet):

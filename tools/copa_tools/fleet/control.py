@@ -446,9 +446,9 @@ def refusal(d, names, cfg):
 def validate(decisions, applied, owned, capacity, names, cfg):
     """Split the changes of ``decisions`` into (accepted, refused), each
     refusal with its reason in .note, highest priority first: refusal()'s
-    reasons, past the cap on changes (deferred), an overlap with an entry
-    of another policy (the operator's, or the controller's), or past the
-    map's capacity. ``applied``: the backend's entries, {prefix:
+    reasons, past the cap on changes (deferred), an entry of the
+    operator's on the prefix, an overlap with an entry of another policy
+    (the operator's, or the controller's), or past the map's capacity. ``applied``: the backend's entries, {prefix:
     Policy}; ``owned``: the prefixes the controller put there. Overlaps
     are looked for only for changes within the cap: a round costs
     max_changes times the map's entries."""
@@ -461,6 +461,8 @@ def validate(decisions, applied, owned, capacity, names, cfg):
         why = refusal(d, names, cfg)
         if why is None and len(accepted) >= cfg.max_changes:
             why = f"deferred: {cfg.max_changes} changes this round"
+        if why is None and d.prefix in applied and d.prefix not in owned:
+            why = "the operator's entry"
         if why is None and t != HOST_DEFAULT:
             near = [p for p in overlaps(ipaddress.ip_network(d.prefix), nets)
                     if p not in owned or applied[p] != t]
@@ -711,15 +713,14 @@ class Controller:
                 asdict(HOST_DEFAULT)}
 
     def reconcile(self):
-        """Make the backend hold what the state says: after a restart
-        between a change's audit line and its state, or after someone
-        edited the controller's entries. Returns the prefixes fixed."""
+        """Make the backend hold what the state says for the controller's
+        prefixes (owned()): after a restart between applying a change and
+        recording it, or after someone edited the controller's entries.
+        Returns the prefixes fixed."""
         want = self.policies()
         have = self.backend.entries()
         fixed = []
-        for prefix in sorted(set(want) | set(have)):
-            if prefix not in want and prefix not in self.owned():
-                continue        # the operator's own entry
+        for prefix in sorted(self.owned()):
             w = want.get(prefix, HOST_DEFAULT)
             if have.get(prefix, HOST_DEFAULT) != w:
                 self.audit.write("reconcile", prefix=prefix,
@@ -727,10 +728,15 @@ class Controller:
                                  to=str(w))
                 self.backend.apply(prefix, w)
                 fixed.append(prefix)
+            self.state["prefixes"][prefix].pop("applying", None)
+        self.save_state()
         return fixed
 
     def owned(self):
-        return set(self.state["prefixes"])
+        """The prefixes whose backend entry is the controller's: those
+        with a policy, and one it was applying when it stopped."""
+        return set(self.policies()) | {
+            p for p, e in self.state["prefixes"].items() if "applying" in e}
 
     def round(self, now=None):
         """One round; returns (decisions, accepted, refused, skip reason)."""
@@ -783,14 +789,19 @@ class Controller:
         self.audit.write("change", prefix=d.prefix, current=str(d.current),
                          target=str(d.target), rule=d.rule, why=d.why,
                          numbers=d.numbers, backend=self.backend.name)
+        entry = self.state["prefixes"].setdefault(d.prefix, {})
+        entry["applying"] = asdict(d.target)
+        self.save_state()
         try:
             self.backend.apply(d.prefix, d.target)
         except ControlError as err:
             d.note = f"failed: {err}"
             self.audit.write("failed", prefix=d.prefix, target=str(d.target),
                              error=str(err))
+            entry.pop("applying")
+            self.save_state()
             return False
-        entry = self.state["prefixes"].setdefault(d.prefix, {})
+        entry.pop("applying")
         cand = entry.pop("candidate", None) or {}
         if d.current == HOST_DEFAULT:
             entry["baseline"] = cand.get("baseline", {})
@@ -823,7 +834,7 @@ class Controller:
             if entry is not None:
                 entry.update(policy=asdict(HOST_DEFAULT), rule="reset",
                              since=time.time())
-                for k in ("baseline", "ceiling", "candidate"):
+                for k in ("baseline", "ceiling", "candidate", "applying"):
                     entry.pop(k, None)
         self.save_state()
         return done
