@@ -41,3 +41,23 @@ def test_the_last_sample_counts_without_a_trailing_blank_line():
     assert BENCH.samples_through(SCRIPT.rstrip("\n"),
                                  BENCH.CC_FRAMES["cubic"]) == 1
     assert BENCH.samples_through("", BENCH.CC_FRAMES["bbr"]) == 0
+
+
+def flow(rate, variant, gbps, rtt, cpu_s):
+    return {"rate_gbit": rate, "variant": variant, "gbps": gbps,
+            "rtt_mean_us": rtt, "cpu_s": cpu_s, "mbytes": 1000.0}
+
+
+def test_the_summary_gives_each_figure_with_its_spread_and_over_cubics():
+    rows = [flow(5, "cubic", 4.0, 1000, 0.5), flow(5, "bpf_copa d=0.5", 3.8,
+                                                   100, 0.6),
+            flow(5, "cubic", 4.2, 900, 0.7), flow(5, "bpf_copa d=0.5", 4.0,
+                                                  140, 0.9),
+            flow(0, "cubic", 50.0, 10, 1.0)]
+    lines = BENCH.summary(rows)
+    assert lines[2] == ("| 5 | cubic | 2 | 4.10 (4.00-4.20) | 1.00 | "
+                        "950 (900-1000) | 1.00 | 0.600 (0.500-0.700) | 1.00 |")
+    assert lines[3] == ("| 5 | bpf_copa d=0.5 | 2 | 3.90 (3.80-4.00) | 0.95 "
+                        "| 120 (100-140) | 0.13 | 0.750 (0.600-0.900) | "
+                        "1.25 |")
+    assert lines[4].startswith("| loopback | cubic | 1 | 50.00 | 1.00 |")
