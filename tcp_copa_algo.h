@@ -41,8 +41,11 @@
 #define COPA_RTT_MIN_WIN_RTTS	20	/* ... or this many RTTmin if longer */
 #define COPA_RTT_MIN_HOLD_US	(600 * COPA_USEC_PER_SEC) /* ... while competing */
 #define COPA_EMPTY_ROUNDS	5	/* queue not empty this long: compete */
+#define COPA_QUIET_MAX		7	/* quiet_rounds:3 saturates here */
 #define COPA_EMPTY_SPELLS	2	/* empty spells in 8 rounds: stop */
 #define COPA_EMPTY_SLACK_US	100	/* "nearly empty" floor, us */
+#define COPA_NOISE_MAX_US	255	/* timing noise Copa allows for, us */
+#define COPA_NOISE_GAIN		2	/* queue aimed at >= 2 x the noise */
 #define COPA_VELOCITY_ROUNDS	3	/* same-direction rounds before v grows */
 #define COPA_MAX_VELOCITY	0x4000U		/* 2^14 packets per round */
 #define COPA_MIN_CWND		2	/* packets */
@@ -135,9 +138,9 @@ struct copa {
 	u32	prior_cwnd;		/* cwnd before the last reduction */
 	u16	prior_inv_delta;	/* its 1/delta, COPA_UNIT >> 4 scale */
 	u16	velocity;		/* v, in packets */
-	u8	quiet_rounds;		/* rounds without a nearly empty queue */
+	u8	noise_us;		/* the RTT's noise, us: copa_update_noise() */
+	u8	round_noise_us;		/* this round's top rise, us */
 	u8	empty_rounds;		/* nearly empty in the last 8 rounds */
-	u8	drain_rounds;		/* rounds left to drain slow start's */
 	u8	loss_thresh:7,		/* loss reaction threshold, percent */
 		prior_slow_start:1;	/* slow start before the last reduction */
 	u8	slow_start:1,		/* still in slow start */
@@ -151,7 +154,8 @@ struct copa {
 		empty_seen:1,		/* queue nearly empty in this round */
 		ece:1,			/* the ACK being processed echoes CE */
 		calm:1,			/* pace at 1x until the round ends */
-		round_ece:1;		/* an ECN echo counted in this round */
+		round_ece:1,		/* an ECN echo counted in this round */
+		drain_rounds:2;		/* rounds left to drain slow start's */
 
 	/*
 	 * The rate-limit detector (tcp_copa_limit.h). The round_* bits are
@@ -173,7 +177,9 @@ struct copa {
 	u8	rate_tol;		/* percent two limited rounds may differ */
 	u8	round_slow_start:1,	/* this round began in slow start */
 		round_drop:1,		/* a loss with the queue low this round */
-		round_idle:1;		/* sending restarted after idle this round */
+		round_idle:1,		/* sending restarted after idle this round */
+		round_noise_seen:1,	/* round_noise_us has a sample */
+		quiet_rounds:3;		/* rounds not nearly empty, <= 7 */
 	u32	limit_rate;		/* rate of the last limited round */
 	u32	limit_cwnd;		/* its cwnd less queue, packets */
 	u32	hold_rate;		/* rate to hold, 0 = Copa decides */
@@ -360,9 +366,20 @@ static inline u32 copa_jitter_us(const struct copa *ca)
 }
 
 /*
+ * The shortest queue Copa aims at, us: COPA_NOISE_GAIN times the RTT's
+ * noise (copa_update_noise()). A shorter one cannot be told from the
+ * noise, and aiming below it reads "above target" on an empty link.
+ */
+static inline u32 copa_noise_queue_us(const struct copa *ca)
+{
+	return COPA_NOISE_GAIN * ca->noise_us;
+}
+
+/*
  * The queue is nearly empty when dq is within a tenth of the recent RTT
  * spread, within the timer jitter (copa_jitter_us()), or within the queue
- * Copa itself keeps at its current 1/delta (the configured one if larger).
+ * Copa itself keeps at its current 1/delta (the configured one if larger)
+ * or above the RTT's noise (copa_noise_queue_us()).
  * A lone Copa drains to its own target every cycle, and in competitive mode
  * that target grows with 1/delta: measured against less, its own queue
  * would read as a competitor's and keep the mode going.
@@ -372,12 +389,14 @@ static inline bool copa_queue_nearly_empty(const struct copa *ca,
 {
 	u32 slack = max(copa_rtt_spread(ca) / 10, copa_jitter_us(ca));
 	u32 inv = max(ca->inv_delta, ca->inv_delta0);
+	u32 own = max(copa_own_queue_us(ca, ack, inv), copa_noise_queue_us(ca));
 
-	return copa_dq_us(ca) <= max(slack, copa_own_queue_us(ca, ack, inv));
+	return copa_dq_us(ca) <= max(slack, own);
 }
 
 /*
- * A standing queue: more than twice Copa's own target queue and more than
+ * A standing queue: more than twice Copa's own target queue (1/delta
+ * packets, or copa_noise_queue_us() if longer) and more than
  * RTTmin / 4, the most a lone Copa keeps (copa_target_inv_delta()). A loss
  * with such a queue is a buffer overflowing; a loss with less is a rate
  * limit without a buffer (a policer, a buffer shorter than Copa's target)
@@ -388,9 +407,10 @@ static inline bool copa_queue_standing(const struct copa *ca,
 {
 	u32 rtt_min = copa_win_min(&ca->rtt_min);
 
-	return copa_dq_us(ca) > max(2 * copa_own_queue_us(ca, ack,
-							    ca->inv_delta0),
-				    rtt_min / COPA_STANDING_DIV);
+	u32 own = max(copa_own_queue_us(ca, ack, ca->inv_delta0),
+		      copa_noise_queue_us(ca));
+
+	return copa_dq_us(ca) > max(2 * own, rtt_min / COPA_STANDING_DIV);
 }
 
 /*
@@ -434,11 +454,17 @@ static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 {
 	u32 now = (u32)ack->now_us;
 	u32 srtt = copa_srtt(ack);
-	u32 rtt;
+	u32 rtt, standing;
 
 	if (!copa_rtt_usable(ack->rtt_us))
 		return;
 	rtt = ack->rtt_us;
+	standing = copa_win_min(&ca->rtt_standing);
+	if (standing && rtt > standing)
+		ca->round_noise_us = max_t(u32, ca->round_noise_us,
+					   min(rtt - standing,
+					       (u32)COPA_NOISE_MAX_US));
+	ca->round_noise_seen = 1;
 	copa_win_min_update(&ca->rtt_min, now, copa_rtt_min_keep_half(ca),
 			    rtt);
 	copa_win_min_update(&ca->rtt_standing, now, srtt / 4, rtt);
@@ -451,6 +477,35 @@ static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 			    copa_win_min(&ca->rtt_standing));
 	if (copa_queue_nearly_empty(ca, ack))
 		ca->empty_seen = 1;
+}
+
+/*
+ * The RTT's short-term noise, once per round: the median, over rounds, of
+ * the most a round's RTT samples rose above RTTstanding as it stood before
+ * each (the minimum of the samples of the last srtt/4 to srtt/2; with a
+ * window of a few packets, often the previous sample alone, which the
+ * sample itself would hide). noise_us steps 1 us a round towards each
+ * round's value, so it settles where half the rounds read more and half
+ * less, however few samples a round has. ACK aggregation, interrupt
+ * coalescing and a busy host's scheduling delay each sample by up to
+ * tens of microseconds, so RTTstanding, a minimum over a few of them,
+ * reads up to that much above RTTmin, which keeps the luckiest of 10 s,
+ * with no queue at all. A queue lifts every sample alike and does not
+ * count, only its growth since the samples before does: Copa's own queue
+ * never raises the floor it aims above, as a floor under dq itself would.
+ * Slow start's rounds, whose queue doubles, and rounds without an RTT
+ * sample do not count. At most COPA_NOISE_MAX_US (u8).
+ */
+static inline void copa_update_noise(struct copa *ca)
+{
+	if (ca->round_noise_seen && !ca->round_slow_start) {
+		if (ca->round_noise_us > ca->noise_us)
+			ca->noise_us++;
+		else if (ca->round_noise_us < ca->noise_us)
+			ca->noise_us--;
+	}
+	ca->round_noise_us = 0;
+	ca->round_noise_seen = 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -632,7 +687,7 @@ static inline void copa_update_mode(struct copa *ca, u32 now)
 	ca->empty_rounds = ca->empty_rounds << 1 | ca->empty_seen;
 	if (ca->empty_seen)
 		ca->quiet_rounds = 0;
-	else if (ca->quiet_rounds < 255)
+	else if (ca->quiet_rounds < COPA_QUIET_MAX)
 		ca->quiet_rounds++;
 	ca->empty_seen = 0;
 	if (!ca->competitive_on) {
@@ -755,6 +810,7 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 	u32 round_cwnd = ca->round_cwnd;
 
 	copa_update_mode(ca, (u32)ack->now_us);
+	copa_update_noise(ca);
 	if (ca->drain_rounds)
 		ca->drain_rounds--;
 	ca->inv_delta = copa_next_inv_delta(ca);
@@ -783,25 +839,30 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
  * again. Outside competitive mode the queue aimed at is therefore also at
  * most BDP / COPA_QUEUE_BDP_DIV packets (the BDP estimated as cwnd * RTTmin
  * / RTTstanding), but at least COPA_QUEUE_MIN (below one packet the link
- * idles between ACKs) and at least COPA_EMPTY_SLACK_US of sending (a
- * shorter queue cannot be told from timer jitter): delta may exceed 1
- * there. Where 1/delta packets are below BDP / 4, nothing changes.
- * Competitive mode keeps its 1/delta: it must queue like its competitor.
+ * idles between ACKs): delta may exceed 1 there. Competitive mode keeps
+ * its 1/delta: it must queue like its competitor. In every mode the queue
+ * aimed at is at least copa_noise_queue_us() of sending (cwnd times that
+ * over RTTstanding packets). Where 1/delta packets take longer, nothing
+ * changes.
  */
 static inline u64 copa_target_inv_delta(const struct copa *ca, u32 cwnd)
 {
 	u32 rtt_min = copa_win_min(&ca->rtt_min);
 	u32 standing = copa_win_min(&ca->rtt_standing);
-	u64 cwnd_fp = (u64)cwnd << COPA_SHIFT;
+	u64 cwnd_fp = (u64)cwnd << COPA_SHIFT;	/* <= 2^30 (COPA_MAX_CWND) */
+	u64 inv = ca->inv_delta;
 	u64 bdp_fp, jitter_fp;
 
-	if (ca->competitive || !standing)
-		return ca->inv_delta;
-	bdp_fp = div_u64(cwnd_fp * rtt_min, standing);
-	jitter_fp = div_u64(cwnd_fp * COPA_EMPTY_SLACK_US, standing);
-	return min_t(u64, ca->inv_delta,
-		     max3(bdp_fp / COPA_QUEUE_BDP_DIV, jitter_fp,
-			  (u64)COPA_QUEUE_MIN));
+	if (!standing)
+		return inv;
+	if (!ca->competitive) {
+		bdp_fp = div_u64(cwnd_fp * rtt_min, standing);
+		jitter_fp = div_u64(cwnd_fp * COPA_EMPTY_SLACK_US, standing);
+		inv = min(inv, max3(bdp_fp / COPA_QUEUE_BDP_DIV, jitter_fp,
+				    (u64)COPA_QUEUE_MIN));
+	}
+	/* <= 2^30 * 510 (COPA_NOISE_GAIN * COPA_NOISE_MAX_US) < 2^39 */
+	return max(inv, div_u64(cwnd_fp * copa_noise_queue_us(ca), standing));
 }
 
 /* Target window RTTstanding / (delta * dq), COPA_UNIT scale. */

@@ -8,6 +8,9 @@
  *                             pending ones), KTAP-ish
  *   model table               the "Choosing delta" table of results.rst
  *   model losses [NAME]       the loss links (issue 10), every variant
+ *   model noise               the timing-noise grid (issue 36), the table
+ *                             of results/issue36-noise-model.md
+ *   model noise1 MBIT RTT_MS N  one run of it, noise N of noises[]
  *
  * MODEL_TRACE=1 prints the state at each round start and each hold on
  * stderr, MODEL_NOCOMP=1 turns competitive mode off, MODEL_ACK2=1 makes
@@ -158,6 +161,11 @@ struct cfg {
 	u64	step_at_us;	/* 0: no step */
 	u64	step_rate_bps;
 	u32	jitter_us;	/* ACK jitter, +- uniform */
+	u32	agg_us;		/* ACK aggregation (interrupt coalescing): an
+				 * ACK waits until agg_us after the first of
+				 * its batch, ... */
+	u32	agg_bytes;	/* ... or until the batch acknowledges this
+				 * much data (GRO's 64 KB); 0: agg_us only */
 	u32	ack_delay_us;	/* every ACK this late, but that of a packet
 				 * sent with nothing in flight (a host's
 				 * scheduling delay, see host_jitter_10_gbit) */
@@ -331,6 +339,10 @@ struct sim {
 	struct ackrec *acks;
 	u32	ack_head, ack_tail, ack_mask;
 	u64	last_ack_at;
+	u32	agg_first;	/* the first ACK of the open batch, ... */
+	u32	agg_acked;	/* ... the bytes it acknowledges so far ... */
+	u64	agg_release;	/* ... and when it goes, ps; 0: none open */
+	u64	agg_before;	/* last_ack_at before it opened */
 
 	/* measurement */
 	u64	meas_from;	/* ps */
@@ -410,6 +422,36 @@ static void cwnd_account(struct sim *s)
 	s->cwnd_at = s->t;
 }
 
+/*
+ * ACK aggregation (cfg.agg_us): the ACK arriving at @at joins the open
+ * batch, which goes to the sender agg_us after its first ACK arrived, or
+ * at once when the batch acknowledges agg_bytes; returns when this ACK
+ * goes. The batch's ACKs are still in the ring (they go in the future).
+ */
+static u64 aggregate(struct sim *s, u64 at)
+{
+	const struct cfg *c = s->c;
+	u32 i;
+
+	if (!c->agg_us)
+		return at;
+	if (!s->agg_release || at > s->agg_release) {
+		s->agg_first = s->ack_tail;
+		s->agg_acked = 0;
+		s->agg_release = at + (u64)c->agg_us * PS_PER_US;
+		s->agg_before = s->last_ack_at;
+	}
+	s->agg_acked += c->mss * c->ack_every;
+	if (!c->agg_bytes || s->agg_acked < c->agg_bytes)
+		return s->agg_release;
+	at = max(at, s->agg_before);
+	s->last_ack_at = at;
+	for (i = s->agg_first; i != s->ack_tail; i++)
+		s->acks[i & s->ack_mask].at = at;
+	s->agg_release = 0;
+	return at;
+}
+
 /* ---------------------------------------------------------------------
  * Receiver: runs when a packet is sent, since its arrival time is known
  * then and arrivals are in send order.
@@ -429,6 +471,7 @@ static void push_ack(struct sim *s, u64 sent_at, u32 seq)
 		at += (u64)(urand(s) * s->c->stall_us * PS_PER_US);
 	if (seq != s->sync_seq)
 		at += (u64)s->c->ack_delay_us * PS_PER_US;
+	at = aggregate(s, at);
 	if (at < s->last_ack_at)
 		at = s->last_ack_at;	/* ACKs stay in order */
 	s->last_ack_at = at;
@@ -1163,7 +1206,7 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 			a.cwnd, cwnd_before);
 	check_ack(s, &a, cwnd_before, was_held);
 	if (getenv("MODEL_TRACE") && s->ca.round_start)
-		fprintf(stderr, "t %.3f cwnd %u target %u dq %u standing %u min %u srtt %u v %u inv %u mode %d acked %u lost %u held %llu app %d\n", s->t/1e12, a.cwnd, a.target, copa_dq_us(ca), copa_win_min(&ca->rtt_standing), copa_win_min(&ca->rtt_min), a.srtt_us, ca->velocity, ca->inv_delta, copa_mode(ca), ai.acked, s->lost, (unsigned long long)copa_held_rate(ca), a.app_limited);
+		fprintf(stderr, "t %.3f cwnd %u target %u dq %u standing %u min %u srtt %u v %u inv %u mode %d acked %u lost %u held %llu app %d noise %u\n", s->t/1e12, a.cwnd, a.target, copa_dq_us(ca), copa_win_min(&ca->rtt_standing), copa_win_min(&ca->rtt_min), a.srtt_us, ca->velocity, ca->inv_delta, copa_mode(ca), ai.acked, s->lost, (unsigned long long)copa_held_rate(ca), a.app_limited, ca->noise_us);
 
 	cwnd_account(s);
 	s->cwnd = a.cwnd;
@@ -2883,6 +2926,141 @@ static bool no_sack_random_loss_1pct_delivery(char *out, size_t len)
 	return ratio >= 0.9;
 }
 
+/*
+ * Timing noise (issue 36): ACK jitter and ACK aggregation (interrupt
+ * coalescing up to 100 us, GRO's 64 KB) from 1 Mbit/s to 100 Gbit/s at
+ * the default delta, on a 100 us path (a data centre's, where the noise
+ * is as large as the RTT) and a 10 ms one. The noise floor of a run is
+ * the spread of its ACK timing, max(2 * jitter, aggregation), or the
+ * clock's 1 us (the model hands the algorithm whole microseconds); a lone
+ * Copa must fill the link (utilisation >= NOISE_MIN_UTIL over the last
+ * 40 %) with a mean queueing delay of at most NOISE_QUEUE_MULT times the
+ * larger of that floor and 1/delta packets' time.
+ */
+#define NOISE_MIN_UTIL		0.95
+#define NOISE_QUEUE_MULT	4
+
+struct noise {
+	const char *name;
+	u32	jitter_us, agg_us, agg_bytes;
+};
+
+static const struct noise noises[] = {
+	{ "none", 0, 0, 0 },
+	{ "jitter 20", 20, 0, 0 },
+	{ "jitter 100", 100, 0, 0 },
+	{ "agg 100/64K", 0, 100, 65536 },
+	{ "jit 100+agg", 100, 100, 65536 },
+};
+
+static const double noise_mbits[] = { 1, 10, 100, 1000, 10000, 25000, 100000 };
+static const double noise_rtts_ms[] = { 0.1, 10 };
+
+#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* One lone flow of the grid; returns whether it met both bounds. */
+static bool noise_run(double mbit, double rtt_ms, const struct noise *n,
+		      struct result *r, double *bound_us)
+{
+	struct cfg c = mklink(mbit, rtt_ms, 1448, 500);
+	double floor_us = fmax(fmax(2.0 * n->jitter_us, n->agg_us), 1);
+	double own_us = 1000.0 / c.delta_milli * 8 * c.mss * 1e6 / c.rate_bps;
+
+	c.jitter_us = n->jitter_us;
+	c.agg_us = n->agg_us;
+	c.agg_bytes = n->agg_bytes;
+	c.rtt_us += 2 * n->jitter_us + n->agg_us;	/* no negative delay */
+	c.fifo += (u32)(4 * bdp_pkts(&c, c.rate_bps));
+	set_duration(&c, 600);
+	run(&c, r);
+	*bound_us = NOISE_QUEUE_MULT * fmax(floor_us, own_us);
+	return r->util >= NOISE_MIN_UTIL && r->qdelay_us <= *bound_us;
+}
+
+static void noise_table(void)
+{
+	u32 i, j, k;
+
+	printf("| RTT | rate Mbit/s | noise | util | mean qdelay us | bound us | |\n|---|---|---|---|---|---|---|\n");
+	for (k = 0; k < NELEM(noise_rtts_ms); k++)
+		for (i = 0; i < NELEM(noise_mbits); i++)
+			for (j = 0; j < NELEM(noises); j++) {
+				struct result r;
+				double b;
+				bool ok = noise_run(noise_mbits[i],
+						    noise_rtts_ms[k],
+						    &noises[j], &r, &b);
+
+				printf("| %g ms | %g | %s | %.3f | %.1f | %.0f | %s |\n",
+				       noise_rtts_ms[k], noise_mbits[i],
+				       noises[j].name, r.util, r.qdelay_us, b,
+				       ok ? "ok" : "FAIL");
+				fflush(stdout);
+			}
+}
+
+/* The grid's runs at @rtt_ms with the noises whose jitter is @jitter. */
+static bool noise_grid(double rtt_ms, bool jitter, char *out, size_t len)
+{
+	double worst_util = 2, worst_q = 0;
+	int n = 0, failed = 0, runs = 0;
+	u32 i, j;
+
+	for (i = 0; i < NELEM(noise_mbits); i++)
+		for (j = 0; j < NELEM(noises); j++) {
+			struct result r;
+			double b;
+
+			if (!noises[j].jitter_us == jitter)
+				continue;
+			runs++;
+			if (!noise_run(noise_mbits[i], rtt_ms, &noises[j], &r,
+				       &b)) {
+				failed++;
+				n += snprintf(out + n, len - n,
+					      "%g Mbit/s %s: util %.3f qdelay %.0f us (<= %.0f); ",
+					      noise_mbits[i], noises[j].name,
+					      r.util, r.qdelay_us, b);
+			}
+			worst_util = fmin(worst_util, r.util);
+			worst_q = fmax(worst_q, r.qdelay_us / b);
+		}
+	snprintf(out + n, len - n,
+		 "%d runs, %d failed; lowest util %.3f (>= %.2f), highest qdelay %.2f of its bound",
+		 runs, failed, worst_util,
+		 NOISE_MIN_UTIL, worst_q);
+	return !failed;
+}
+
+/* No noise but the clock's, and ACK aggregation */
+static bool aggregation_1_mbit_to_100_gbit_rtt_100_us(char *out, size_t len)
+{
+	return noise_grid(0.1, false, out, len);
+}
+
+static bool aggregation_1_mbit_to_100_gbit_rtt_10_ms(char *out, size_t len)
+{
+	return noise_grid(10, false, out, len);
+}
+
+/*
+ * ACK jitter, kept in order: at thousands of ACKs per jitter interval
+ * every ACK waits about as long as the slowest before it, so RTTmin keeps
+ * a sample from slow start's sparse first round and RTTstanding reads up
+ * to twice the jitter above it while the spread of the samples stays
+ * small: an offset the noise estimate does not see (Documentation/copa.rst,
+ * "Timing noise").
+ */
+static bool jitter_1_mbit_to_100_gbit_rtt_100_us(char *out, size_t len)
+{
+	return noise_grid(0.1, true, out, len);
+}
+
+static bool jitter_1_mbit_to_100_gbit_rtt_10_ms(char *out, size_t len)
+{
+	return noise_grid(10, true, out, len);
+}
+
 /* ---------------------------------------------------------------------
  * The table for Documentation/results.rst, "Choosing delta".
  */
@@ -2954,6 +3132,10 @@ static const struct tcase cases[] = {
 	CASE(step_up_x4_100mbit),
 	CASE(step_down_x4_1gbit),
 	CASE(host_jitter_10_gbit),
+	CASE(aggregation_1_mbit_to_100_gbit_rtt_100_us),
+	CASE(aggregation_1_mbit_to_100_gbit_rtt_10_ms),
+	PENDING(jitter_1_mbit_to_100_gbit_rtt_100_us),
+	PENDING(jitter_1_mbit_to_100_gbit_rtt_10_ms),
 	CASE(subpacket_progress),
 	CASE(clock_wrap_100k_pkts_mss_65483),
 	CASE(start_after_small_packet),
@@ -3107,6 +3289,20 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "table")) {
 		table();
+		return 0;
+	}
+	if (argc > 4 && !strcmp(argv[1], "noise1")) {
+		struct result r;
+		double b;
+		bool ok = noise_run(atof(argv[2]), atof(argv[3]),
+				    &noises[atoi(argv[4])], &r, &b);
+
+		printf("util %.3f qdelay %.1f bound %.0f cwnd_avg %.1f lost %u %s\n",
+		       r.util, r.qdelay_us, b, r.cwnd_avg, r.lost, ok ? "ok" : "FAIL");
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "noise")) {
+		noise_table();
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "check"))
