@@ -335,7 +335,7 @@ class Sink:
             except OSError:
                 pass
             raise
-        fsync_dir(self.spool)
+        store.fsync_dir(self.spool)
 
     def spooled(self):
         """The spool's files waiting to be sent, oldest first."""
@@ -357,7 +357,7 @@ class Sink:
         self._unspool(name, sub)
         with open(os.path.join(self.spool, sub, name + ".error"), "w") as f:
             f.write(why + "\n")
-        fsync_dir(self.spool)
+        store.fsync_dir(self.spool)
         self.report(f"{why}; moved to {os.path.join(self.spool, sub)}/")
 
     # Sending.
@@ -463,7 +463,7 @@ class Sink:
                 send=self.send_body)
         for name in names:
             self._unspool(name)
-        fsync_dir(self.spool)
+        store.fsync_dir(self.spool)
         self.sent_rows += len(pairs)
 
     def send_body(self, conn, body):
@@ -516,11 +516,3 @@ class Sink:
         if self._thread:
             self._thread.join()
             self._thread = None
-
-
-def fsync_dir(path):
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

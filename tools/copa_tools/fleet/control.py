@@ -627,7 +627,7 @@ def write_atomic(path, data):
     except BaseException:
         os.unlink(tmp)
         raise
-    store._fsync_dir(directory)
+    store.fsync_dir(directory)
 
 
 class Audit:

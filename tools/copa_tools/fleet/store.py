@@ -38,7 +38,8 @@ class StoreError(OSError):
     kept, so the caller may write it again."""
 
 
-def _fsync_dir(directory):
+def fsync_dir(directory):
+    """fsync ``directory``, so a rename or a new file in it survives a crash."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -77,7 +78,7 @@ def recover(directory):
             f.truncate(keep)
             os.fsync(f.fileno())
         os.rename(part, part[:-len(PART)])
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return cut
 
 
@@ -115,7 +116,7 @@ class JsonlStore:
         self.path = os.path.join(self.directory, name)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
                           | os.O_CLOEXEC, 0o644)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         self.size = 0
         self.opened = time.monotonic()
 
@@ -162,7 +163,7 @@ class JsonlStore:
             os.rename(self.path, self.path[:-len(PART)])
         else:
             os.unlink(self.path)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         if self.keep_days is not None:
             self.expire(time.time() - self.keep_days * 86400)
 
