@@ -9,10 +9,20 @@ import stat
 import tempfile
 
 
+def fsync_dir(directory):
+    """fsync ``directory``, so a rename or a new file in it survives a crash."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path, text):
     """Replace ``path`` with ``text``: a temporary file in the same
-    directory, flushed to disk, then renamed over it. The file keeps its
-    mode if it existed (0644 otherwise)."""
+    directory, flushed to disk, renamed over it, then the directory
+    flushed, so a crash leaves the old file or the new one. The file
+    keeps its mode if it existed (0644 otherwise)."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
         mode = os.stat(path).st_mode & 0o7777
@@ -30,6 +40,7 @@ def write_atomic(path, text):
     except BaseException:
         os.unlink(tmp)
         raise
+    fsync_dir(directory)
 
 
 def write_json(path, data):

@@ -36,6 +36,7 @@ import sys
 import time
 
 from .. import bpf_cli
+from . import schema
 
 UNITS = {"connection": 1, "client": 2, "prefix": 3}
 ARMS = ("control", "treatment")
@@ -135,9 +136,10 @@ class Experiment:
                           "in (0, 1)")
         if not 0 <= self.salt <= U64:
             raise AbError(f"salt {self.salt}: a 64-bit unsigned number")
-        if not 0 <= self.prefix_v4 <= 32 or not 0 <= self.prefix_v6 <= 128:
-            raise AbError(f"prefix lengths /{self.prefix_v4} and "
-                          f"/{self.prefix_v6}: 0 to 32 and 0 to 128")
+        try:
+            schema.check_prefix_lengths(self.prefix_v4, self.prefix_v6)
+        except ValueError as err:
+            raise AbError(str(err)) from None
         if self.switchback_s is not None:
             if self.unit != "prefix":
                 raise AbError("--switchback alternates whole prefixes: "
@@ -484,10 +486,12 @@ def add_parser(sub, state_dir):
     s.add_argument("--salt", type=int,
                    help="the hash's salt (default random; give the same "
                         "one on every host of a fleet)")
-    s.add_argument("--prefix-v4", type=int, default=24,
-                   help="--unit prefix: IPv4 prefix length (default 24)")
-    s.add_argument("--prefix-v6", type=int, default=56,
-                   help="--unit prefix: IPv6 prefix length (default 56)")
+    s.add_argument("--prefix-v4", type=int, default=schema.PREFIX_V4,
+                   help="--unit prefix: IPv4 prefix length (default "
+                        f"{schema.PREFIX_V4})")
+    s.add_argument("--prefix-v6", type=int, default=schema.PREFIX_V6,
+                   help="--unit prefix: IPv6 prefix length (default "
+                        f"{schema.PREFIX_V6})")
     s.add_argument("--switchback", type=float, metavar="S",
                    help="alternate each prefix's arm every S seconds "
                         "(needs --unit prefix)")

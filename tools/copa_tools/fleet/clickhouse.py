@@ -49,6 +49,7 @@ import time
 import urllib.parse
 import zlib
 
+from ..files import fsync_dir
 from . import queries, schema, store
 
 # Days a record is kept: the table's TTL where the server has TTL (19.6
@@ -335,7 +336,7 @@ class Sink:
             except OSError:
                 pass
             raise
-        store.fsync_dir(self.spool)
+        fsync_dir(self.spool)
 
     def spooled(self):
         """The spool's files waiting to be sent, oldest first."""
@@ -357,7 +358,7 @@ class Sink:
         self._unspool(name, sub)
         with open(os.path.join(self.spool, sub, name + ".error"), "w") as f:
             f.write(why + "\n")
-        store.fsync_dir(self.spool)
+        fsync_dir(self.spool)
         self.report(f"{why}; moved to {os.path.join(self.spool, sub)}/")
 
     # Sending.
@@ -463,7 +464,7 @@ class Sink:
                 send=self.send_body)
         for name in names:
             self._unspool(name)
-        store.fsync_dir(self.spool)
+        fsync_dir(self.spool)
         self.sent_rows += len(pairs)
 
     def send_body(self, conn, body):

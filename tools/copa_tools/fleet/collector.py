@@ -84,10 +84,8 @@ class Prefixes:
     """The peer's prefix at a length per family, as a network string;
     an IPv4-mapped IPv6 peer (::ffff:a.b.c.d) counts as IPv4."""
 
-    def __init__(self, v4=24, v6=56):
-        if not 0 <= v4 <= 32 or not 0 <= v6 <= 128:
-            raise ValueError(f"prefix lengths /{v4} (IPv4: 0 to 32) and "
-                             f"/{v6} (IPv6: 0 to 128)")
+    def __init__(self, v4=schema.PREFIX_V4, v6=schema.PREFIX_V6):
+        schema.check_prefix_lengths(v4, v6)
         self.v4, self.v6 = v4, v6
         self.cache = {}
 

@@ -32,6 +32,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .. import params as copa_params
+from ..files import write_atomic
 from . import queries, schema, store
 
 DEFAULT = "default"             # the host's congestion control
@@ -612,23 +613,6 @@ class Routes(Backend):
 
 # ---------------------------------------------------------------------------
 # State, audit log, locks
-
-def write_atomic(path, data):
-    """Write ``data`` to ``path`` whole or not at all (rename of a
-    fsync'd file, then the directory's fsync)."""
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    store.fsync_dir(directory)
-
 
 class Audit:
     """The append-only audit log: one JSON object a line, each fsync'd

@@ -26,6 +26,19 @@ Column = namedtuple("Column", "name type meaning")
 
 TABLE = "tcp_records"
 
+# The peer prefix a record, a controller's policy and an experiment's
+# prefix unit are keyed by: Edgio's /24, and the /56 an ISP commonly
+# delegates to one IPv6 customer. Either may be changed per command.
+PREFIX_V4, PREFIX_V6 = 24, 56
+
+
+def check_prefix_lengths(v4, v6):
+    """Raise ValueError unless /v4 and /v6 are IPv4's and IPv6's lengths."""
+    if not 0 <= v4 <= 32 or not 0 <= v6 <= 128:
+        raise ValueError(f"prefix lengths /{v4} (IPv4: 0 to 32) and "
+                         f"/{v6} (IPv6: 0 to 128)")
+
+
 SAMPLE = "sample"       # a periodic inet_diag sweep saw the socket
 FINAL = "final"         # the socket's state when it was destroyed
 KINDS = (SAMPLE, FINAL)

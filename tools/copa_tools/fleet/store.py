@@ -22,6 +22,7 @@ import os
 import socket
 import time
 
+from ..files import fsync_dir
 from . import schema
 from .batch import Batch
 
@@ -36,15 +37,6 @@ _to_json = json.JSONEncoder(separators=(",", ":"),
 class StoreError(OSError):
     """The state directory could not take a batch; nothing of it was
     kept, so the caller may write it again."""
-
-
-def fsync_dir(directory):
-    """fsync ``directory``, so a rename or a new file in it survives a crash."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _complete_length(path):
