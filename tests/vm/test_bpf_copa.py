@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 """The BPF build (bpf_copa) in the VM's kernel, beside the module.
 
-The guest builds bpf/tcp_copa.bpf.o against its own kernel's BTF
-(/sys/kernel/btf/vmlinux; the Makefile reads the cong_control signature
-and the tx-start hook from it), in a scratch copy of bpf/ and
-tcp_copa_algo.h (the repository is read-only in the guest), registers it
-with copa-bpf (bpftool struct_ops register), all through
-copa_tools.bpf as copa-eval's lab does for a bpf_copa flow, and then:
+bpf/tcp_copa.bpf.o is built against the guest kernel's BTF (the
+Makefile reads the cong_control signature and the tx-start hook from
+it): on the host from the kernel image where vm-run --bpf did so
+(make check and scripts/matrix do), else by the guest from
+/sys/kernel/btf/vmlinux in a scratch copy of bpf/ and tcp_copa_algo.h
+(the repository is read-only in the guest). The test registers it with
+copa-bpf (bpftool struct_ops register), all through copa_tools.bpf as
+copa-eval's lab does for a bpf_copa flow (deb_install builds it in the
+guest, with the packaged copa-bpf), and then:
 
 - bpf_and_module_alike: one bpf_copa flow and, in a second run, one flow
   of the module's copa on a 12 Mbit/s, 40 ms link with a 2 BDP FIFO.
@@ -51,14 +54,14 @@ GOODPUT_TOL = 0.10              # |bpf / module - 1|
 
 
 def build_and_register():
-    """Build against this kernel's BTF and register both names, once
-    (copa_tools.bpf); skip where the BPF build cannot run."""
+    """Register both names, once, with the object vm-run --bpf built or
+    one built here (copa_tools.bpf); skip where the BPF build cannot run."""
     why = bpf.unsupported_reason()
     if why:
         raise KsftSkipEx(why)
     obj = bpf.ensure_registered()
     if obj:
-        ksft_pr(f"built and registered {obj} for {os.uname().release}")
+        ksft_pr(f"registered {obj} for {os.uname().release}")
 
 
 def bpf_and_module_alike():
