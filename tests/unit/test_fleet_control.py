@@ -51,9 +51,13 @@ class FakeMap(control.Backend):
         self.cap = capacity
         self.fail = None
         self.applied = []
+        self.scope = []
 
     def capacity(self):
         return self.cap
+
+    def experiment_scope(self):
+        return self.scope
 
     def entries(self):
         return dict(self.map)
@@ -81,6 +85,7 @@ class World:
         self.rng = random.Random(seed)
         self.cookie = 0
         self.files = []
+        self.arms = {}          # {prefix: the A/B arm of its records}
 
     def path(self, prefix, cc, delta):
         base, ccs = self.fleet[prefix]
@@ -105,7 +110,8 @@ class World:
                          "local_port": 443,
                          "peer_addr": prefix.split("/")[0][:-1] + "9",
                          "peer_port": 40000, "peer_prefix": prefix,
-                         "cc": cc, "ab_arm": "", "age_ms": 100_000 * k,
+                         "cc": cc, "ab_arm": self.arms.get(prefix, ""),
+                         "age_ms": 100_000 * k,
                          "min_rtt_us": int(base * 1000 *
                                            self.rng.uniform(1, 1.05)),
                          "srtt_us": int((base + (500 if small else q)
@@ -387,9 +393,14 @@ def test_validate():
          "through the host default"),
         (decision("192.0.2.0/24", Policy("copa", 100), Policy("copa", 500)),
          "more than one rung"),
+        (decision("203.0.113.0/24", Policy("copa", 500)),
+         "in the A/B experiment's scope (203.0.113.0/24)"),
+        (decision("203.0.112.0/23", Policy("copa", 500)),
+         "in the A/B experiment's scope (203.0.113.0/24)"),
     ]
     accepted, refused = control.validate(
-        [d for d, _ in cases], applied, owned, 4096, AVAILABLE, cfg)
+        [d for d, _ in cases], applied, owned, 4096, AVAILABLE, cfg,
+        scope=["203.0.113.0/24"])
     assert accepted == []
     for d, why in cases:
         assert why in d.note, (d.prefix, d.note)
@@ -494,6 +505,30 @@ def test_operators_entries_are_left_alone(tmp_path, fleet):
     assert {a["reason"] for a in refused} == {"the operator's entry"}
     assert controller(tmp_path, backend, world).reconcile() == []
     assert backend.map["192.0.2.0/24"] == Policy("cubic")
+
+
+def test_experiment_scope_is_left_alone(tmp_path, fleet):
+    """A running A/B experiment's arms override any policy on its scope:
+    the controller changes nothing in or under it, and says why."""
+    backend, world, ctl = fleet
+    backend.scope = ["192.0.0.0/16"]
+    run_rounds(ctl, world, 3)
+    assert "192.0.2.0/24" not in backend.map
+    assert len(backend.map) == 2
+    refused = [a for a in audit(tmp_path) if a["event"] == "refused"]
+    assert refused and {a["reason"] for a in refused} == {
+        "in the A/B experiment's scope (192.0.0.0/16)"}
+
+
+def test_experiment_records_are_not_the_prefixs(tmp_path, fleet):
+    """Records of an A/B arm say how the arm did, not the prefix under
+    the controller's policy: they count for nothing, so a prefix whose
+    records are all an experiment's gets no change."""
+    backend, world, ctl = fleet
+    world.arms["192.0.2.0/24"] = "e1/treatment"
+    run_rounds(ctl, world, 3)
+    assert "192.0.2.0/24" not in backend.map
+    assert len(backend.map) == 2
 
 
 def test_state_file_is_whole_or_old(tmp_path, fleet):

@@ -302,15 +302,23 @@ def apply(exp):
         raise AbError(f"cannot start: {err}") from err
 
 
+def scope_prefixes():
+    """The prefixes in copa_ab_scope, none where it is not pinned."""
+    if not os.path.exists(PIN_SCOPE):
+        return []
+    return sorted(bpf_cli.key_prefix(bpf_cli.raw(e["key"])) for e in
+                  bpf_cli.bpftool("map", "dump", "pinned", PIN_SCOPE,
+                                  json_out=True) or [])
+
+
 def withdraw():
     """Stop whatever experiment the maps hold: its configuration first
     (no new connection is assigned), then its scope."""
     bpf_cli.bpftool("map", "delete", "pinned", PIN_CONFIG, *_key0(),
                     check=False)
-    for e in bpf_cli.bpftool("map", "dump", "pinned", PIN_SCOPE,
-                             json_out=True) or []:
+    for prefix in scope_prefixes():
         bpf_cli.bpftool("map", "delete", "pinned", PIN_SCOPE, "key",
-                        *bpf_cli.hexbytes(bpf_cli.raw(e["key"])))
+                        *bpf_cli.hexbytes(bpf_cli.prefix_key(prefix)))
 
 
 def arm_counts():

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 
 from .. import params as copa_params
 from ..files import write_atomic
-from . import queries, schema, store
+from . import ab, queries, schema, store
 
 DEFAULT = "default"             # the host's congestion control
 CCS = ("copa", "copa_policer", "bbr", "cubic")
@@ -444,22 +444,31 @@ def refusal(d, names, cfg):
     return None
 
 
-def validate(decisions, applied, owned, capacity, names, cfg):
+def validate(decisions, applied, owned, capacity, names, cfg, scope=()):
     """Split the changes of ``decisions`` into (accepted, refused), each
     refusal with its reason in .note, highest priority first: refusal()'s
-    reasons, past the cap on changes (deferred), an entry of the
-    operator's on the prefix, an overlap with an entry of another policy
-    (the operator's, or the controller's), or past the map's capacity. ``applied``: the backend's entries, {prefix:
+    reasons, a prefix in or over a running A/B experiment's ``scope``
+    (its arms override any policy there), past the cap on changes
+    (deferred), an entry of the operator's on the prefix, an overlap with
+    an entry of another policy (the operator's, or the controller's), or
+    past the map's capacity. ``applied``: the backend's entries, {prefix:
     Policy}; ``owned``: the prefixes the controller put there. Overlaps
     are looked for only for changes within the cap: a round costs
     max_changes times the map's entries."""
     accepted, refused = [], []
     count = len(applied)
     nets = {p: ipaddress.ip_network(p) for p in applied}
+    scope = {p: ipaddress.ip_network(p) for p in scope}
     for d in sorted((d for d in decisions if d.change),
                     key=lambda d: -d.priority):
         t, c = d.target, d.current
         why = refusal(d, names, cfg)
+        if why is None and scope:
+            net = ipaddress.ip_network(d.prefix)
+            under = [p for p, n in scope.items() if n == net] + \
+                overlaps(net, scope)
+            if under:
+                why = f"in the A/B experiment's scope ({', '.join(under)})"
         if why is None and len(accepted) >= cfg.max_changes:
             why = f"deferred: {cfg.max_changes} changes this round"
         if why is None and d.prefix in applied and d.prefix not in owned:
@@ -497,6 +506,11 @@ class Backend:
 
     def capacity(self):
         return None
+
+    def experiment_scope(self):
+        """The prefixes a running A/B experiment holds (none: an
+        experiment needs the sock_ops program)."""
+        return []
 
     def clear(self, prefixes):
         """Return ``prefixes`` to the host default."""
@@ -536,6 +550,9 @@ class BpfMap(Backend):
         info = self.bpf.bpftool("map", "show", "pinned", self.pin,
                                 json_out=True)
         return int(info["max_entries"])
+
+    def experiment_scope(self):
+        return ab.scope_prefixes() if ab.running() else []
 
     def entries(self):
         out = {}
@@ -751,7 +768,8 @@ class Controller:
         applied = self.backend.entries()
         accepted, refused = validate(decisions, applied, self.owned(),
                                      self.backend.capacity(),
-                                     self.backend.names, self.cfg)
+                                     self.backend.names, self.cfg,
+                                     self.backend.experiment_scope())
         if self.dry_run:
             return decisions, accepted, refused, None
         for d in refused:

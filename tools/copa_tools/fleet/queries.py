@@ -127,13 +127,19 @@ def _large(min_bytes):
     return f"ifNull(bytes_acked, 0) >= {int(min_bytes)}"
 
 
+# A record outside any A/B experiment: an experiment's arms override the
+# controller's policy on its scope (copa_sockops.bpf.c), so the controller
+# judges a prefix by the connections its own policy served.
+NO_ARM = "ab_arm = ''"
+
+
 def control_groups(source, start, end, min_bytes):
     """The controller's numbers per prefix, cc and Copa delta (delta_key:
-    the delta, -1 for none), over the records of connections that had
-    acked at least ``min_bytes``: connections, records, rate_q (delivery
+    the delta, -1 for none), over the records of connections outside any
+    A/B experiment that had acked at least ``min_bytes``: connections, records, rate_q (delivery
     rate at its median and p10, not app-limited), srtt_q (p50, p90) and
     base_rtt_q (min_rtt at p10, the path's RTT without a queue)."""
-    large = _large(min_bytes)
+    large = f"{_large(min_bytes)} AND {NO_ARM}"
     return f"""SELECT peer_prefix, cc,
     ifNull(copa_delta, -1) AS delta_key,
     uniqExact(host, cookie) AS connections,
@@ -150,8 +156,8 @@ ORDER BY peer_prefix, cc, delta_key"""
 
 def control_retrans(source, start, end, min_bytes):
     """Retransmission overhead per prefix, cc and delta_key, over the
-    connections that acked at least ``min_bytes``: retrans() for the
-    controller's groups."""
+    connections outside any A/B experiment that acked at least
+    ``min_bytes``: retrans() for the controller's groups."""
     return f"""SELECT peer_prefix, cc, delta_key,
     count() AS connections,
     sum(retrans) / greatest(sum(acked), 1) AS retrans_overhead
@@ -161,7 +167,7 @@ FROM (
         max(ifNull(bytes_acked, 0)) AS acked,
         max(ifNull(bytes_retrans, 0)) AS retrans
     FROM {source}
-    WHERE {_between(start, end)}
+    WHERE {_between(start, end)} AND {NO_ARM}
     GROUP BY peer_prefix, cc, delta_key, host, cookie
     HAVING acked >= {int(min_bytes)}
 )
@@ -177,11 +183,12 @@ DUTY_METRICS = {"delivery_rate": ("delivery_rate_bps", RATE_OK, True),
 
 def control_windows(source, window_s, start, end, min_bytes, metric):
     """Per window of ``window_s`` seconds and prefix: the median of
-    DUTY_METRICS[``metric``] over the large connections' records (value),
-    and the newest record's time of any connection (newest)."""
+    DUTY_METRICS[``metric``] over the large connections' records outside
+    any A/B experiment (value), and the newest record's time of any
+    connection (newest)."""
     column, ok, _ = DUTY_METRICS[metric]
     w = int(window_s)
-    cond = f"{_large(min_bytes)} AND {ok}"
+    cond = f"{_large(min_bytes)} AND {NO_ARM} AND {ok}"
     return f"""SELECT intDiv(toUInt32(time), {w}) * {w} AS window_start,
     peer_prefix,
     countIf({cond}) AS samples,
