@@ -41,9 +41,12 @@ def test_extracts_the_elf_payload(tmp_path, packer):
     assert out.read_bytes() == ELF
 
 
-def test_image_without_vmlinux_is_an_error_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("payload", [lzma.compress(b"not an ELF file"),
+                                     b"no compressor's magic at all"])
+def test_image_without_vmlinux_is_an_error_and_leaves_nothing(tmp_path,
+                                                              payload):
     image = tmp_path / "vmlinuz"
-    image.write_bytes(b"MZ" + lzma.compress(b"not an ELF file"))
+    image.write_bytes(b"MZ" + payload)
     out = tmp_path / "vmlinux"
     with pytest.raises(bpf.BpfError, match="no vmlinux inside"):
         bpf.extract_vmlinux(str(image), str(out))

@@ -139,6 +139,7 @@ def extract_vmlinux(image, out):
     the payload makes the decompressor complain; its output is whole."""
     with open(image, "rb") as f:
         data = f.read()
+    open(out, "wb").close()
     for magic, cmd in IMAGE_PAYLOADS:
         pos = data.find(magic)
         while pos >= 0:

@@ -494,12 +494,7 @@ def add_parser(sub, state_dir):
     s.add_argument("--salt", type=int,
                    help="the hash's salt (default random; give the same "
                         "one on every host of a fleet)")
-    s.add_argument("--prefix-v4", type=int, default=schema.PREFIX_V4,
-                   help="--unit prefix: IPv4 prefix length (default "
-                        f"{schema.PREFIX_V4})")
-    s.add_argument("--prefix-v6", type=int, default=schema.PREFIX_V6,
-                   help="--unit prefix: IPv6 prefix length (default "
-                        f"{schema.PREFIX_V6})")
+    schema.add_prefix_options(s, "--unit prefix: ")
     s.add_argument("--switchback", type=float, metavar="S",
                    help="alternate each prefix's arm every S seconds "
                         "(needs --unit prefix)")

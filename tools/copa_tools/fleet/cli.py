@@ -162,12 +162,7 @@ def parser():
     c.add_argument("--sample", type=float, default=1.0,
                    help="fraction of sockets recorded, by socket cookie "
                         "(default 1)")
-    c.add_argument("--prefix-v4", type=int, default=schema.PREFIX_V4,
-                   help="peer prefix length for IPv4 (default "
-                        f"{schema.PREFIX_V4})")
-    c.add_argument("--prefix-v6", type=int, default=schema.PREFIX_V6,
-                   help="peer prefix length for IPv6 (default "
-                        f"{schema.PREFIX_V6})")
+    schema.add_prefix_options(c, "the peer's ")
     c.add_argument("--host", help="host name in records (default: "
                                   "this host's)")
     c.add_argument("--netns", help="collect in this network namespace "

@@ -32,6 +32,16 @@ TABLE = "tcp_records"
 PREFIX_V4, PREFIX_V6 = 24, 56
 
 
+def add_prefix_options(parser, lead):
+    """--prefix-v4 and --prefix-v6 on ``parser``, their help starting
+    with ``lead``."""
+    for opt, family, default in (("--prefix-v4", "IPv4", PREFIX_V4),
+                                 ("--prefix-v6", "IPv6", PREFIX_V6)):
+        parser.add_argument(opt, type=int, default=default,
+                            help=f"{lead}{family} prefix length (default "
+                                 f"{default})")
+
+
 def check_prefix_lengths(v4, v6):
     """Raise ValueError unless /v4 and /v6 are IPv4's and IPv6's lengths."""
     if not 0 <= v4 <= 32 or not 0 <= v6 <= 128:
