@@ -367,19 +367,22 @@ static inline u32 copa_jitter_us(const struct copa *ca)
 
 /*
  * The shortest queue Copa aims at, us: COPA_NOISE_GAIN times the RTT's
- * noise (copa_update_noise()). A shorter one cannot be told from the
- * noise, and aiming below it reads "above target" on an empty link.
+ * noise (copa_update_noise()), and at least COPA_EMPTY_SLACK_US, below
+ * which copa_queue_nearly_empty() calls any queue empty. A shorter one
+ * cannot be told from the noise, or from the offset an idle moment's
+ * RTTmin leaves (Documentation/copa.rst, "Timing noise"), and aiming
+ * below it reads "above target" on an empty link.
  */
-static inline u32 copa_noise_queue_us(const struct copa *ca)
+static inline u32 copa_floor_queue_us(const struct copa *ca)
 {
-	return COPA_NOISE_GAIN * ca->noise_us;
+	return max_t(u32, COPA_NOISE_GAIN * ca->noise_us, COPA_EMPTY_SLACK_US);
 }
 
 /*
  * The queue is nearly empty when dq is within a tenth of the recent RTT
  * spread, within the timer jitter (copa_jitter_us()), or within the queue
  * Copa itself keeps at its current 1/delta (the configured one if larger)
- * or above the RTT's noise (copa_noise_queue_us()).
+ * or above the RTT's noise (copa_floor_queue_us()).
  * A lone Copa drains to its own target every cycle, and in competitive mode
  * that target grows with 1/delta: measured against less, its own queue
  * would read as a competitor's and keep the mode going.
@@ -389,14 +392,14 @@ static inline bool copa_queue_nearly_empty(const struct copa *ca,
 {
 	u32 slack = max(copa_rtt_spread(ca) / 10, copa_jitter_us(ca));
 	u32 inv = max(ca->inv_delta, ca->inv_delta0);
-	u32 own = max(copa_own_queue_us(ca, ack, inv), copa_noise_queue_us(ca));
+	u32 own = max(copa_own_queue_us(ca, ack, inv), copa_floor_queue_us(ca));
 
 	return copa_dq_us(ca) <= max(slack, own);
 }
 
 /*
  * A standing queue: more than twice Copa's own target queue (1/delta
- * packets, or copa_noise_queue_us() if longer) and more than
+ * packets, or copa_floor_queue_us() if longer) and more than
  * RTTmin / 4, the most a lone Copa keeps (copa_target_inv_delta()). A loss
  * with such a queue is a buffer overflowing; a loss with less is a rate
  * limit without a buffer (a policer, a buffer shorter than Copa's target)
@@ -408,7 +411,7 @@ static inline bool copa_queue_standing(const struct copa *ca,
 	u32 rtt_min = copa_win_min(&ca->rtt_min);
 
 	u32 own = max(copa_own_queue_us(ca, ack, ca->inv_delta0),
-		      copa_noise_queue_us(ca));
+		      copa_floor_queue_us(ca));
 
 	return copa_dq_us(ca) > max(2 * own, rtt_min / COPA_STANDING_DIV);
 }
@@ -841,7 +844,7 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
  * / RTTstanding), but at least COPA_QUEUE_MIN (below one packet the link
  * idles between ACKs): delta may exceed 1 there. Competitive mode keeps
  * its 1/delta: it must queue like its competitor. In every mode the queue
- * aimed at is at least copa_noise_queue_us() of sending (cwnd times that
+ * aimed at is at least copa_floor_queue_us() of sending (cwnd times that
  * over RTTstanding packets). Where 1/delta packets take longer, nothing
  * changes.
  */
@@ -851,18 +854,14 @@ static inline u64 copa_target_inv_delta(const struct copa *ca, u32 cwnd)
 	u32 standing = copa_win_min(&ca->rtt_standing);
 	u64 cwnd_fp = (u64)cwnd << COPA_SHIFT;	/* <= 2^30 (COPA_MAX_CWND) */
 	u64 inv = ca->inv_delta;
-	u64 bdp_fp, jitter_fp;
 
 	if (!standing)
 		return inv;
-	if (!ca->competitive) {
-		bdp_fp = div_u64(cwnd_fp * rtt_min, standing);
-		jitter_fp = div_u64(cwnd_fp * COPA_EMPTY_SLACK_US, standing);
-		inv = min(inv, max3(bdp_fp / COPA_QUEUE_BDP_DIV, jitter_fp,
-				    (u64)COPA_QUEUE_MIN));
-	}
+	if (!ca->competitive)
+		inv = min(inv, max(div_u64(cwnd_fp * rtt_min, standing) /
+				   COPA_QUEUE_BDP_DIV, (u64)COPA_QUEUE_MIN));
 	/* <= 2^30 * 510 (COPA_NOISE_GAIN * COPA_NOISE_MAX_US) < 2^39 */
-	return max(inv, div_u64(cwnd_fp * copa_noise_queue_us(ca), standing));
+	return max(inv, div_u64(cwnd_fp * copa_floor_queue_us(ca), standing));
 }
 
 /* Target window RTTstanding / (delta * dq), COPA_UNIT scale. */

@@ -126,6 +126,8 @@ struct copa_flow {
 	u32	cwnd;
 	u32	target;		/* target cwnd, packets */
 	u32	pacing;		/* sk_pacing_status: 1 TCP paces, 2 fq does */
+	u32	noise_us;	/* the RTT's measured noise, us */
+	u32	pad;
 	u64	updates;	/* refreshes since the flow started */
 };
 

@@ -219,6 +219,7 @@ static __noinline void copa_flow_record(struct sock *sk, const struct copa *ca,
 	f->cwnd = cwnd;
 	f->target = target;
 	f->pacing = sk->sk_pacing_status;
+	f->noise_us = ca->noise_us;
 }
 
 /* ---------------------------------------------------------------------

@@ -2932,7 +2932,8 @@ static bool no_sack_random_loss_1pct_delivery(char *out, size_t len)
  * the default delta, on a 100 us path (a data centre's, where the noise
  * is as large as the RTT) and a 10 ms one. The noise floor of a run is
  * the spread of its ACK timing, max(2 * jitter, aggregation), or the
- * clock's 1 us (the model hands the algorithm whole microseconds); a lone
+ * resolution of Copa's empty-queue test, COPA_EMPTY_SLACK_US, the least
+ * queue Copa aims at (copa_floor_queue_us()); a lone
  * Copa must fill the link (utilisation >= NOISE_MIN_UTIL over the last
  * 40 %) with a mean queueing delay of at most NOISE_QUEUE_MULT times the
  * larger of that floor and 1/delta packets' time.
@@ -2963,7 +2964,8 @@ static bool noise_run(double mbit, double rtt_ms, const struct noise *n,
 		      struct result *r, double *bound_us)
 {
 	struct cfg c = mklink(mbit, rtt_ms, 1448, 500);
-	double floor_us = fmax(fmax(2.0 * n->jitter_us, n->agg_us), 1);
+	double floor_us = fmax(fmax(2.0 * n->jitter_us, n->agg_us),
+			       COPA_EMPTY_SLACK_US);
 	double own_us = 1000.0 / c.delta_milli * 8 * c.mss * 1e6 / c.rate_bps;
 
 	c.jitter_us = n->jitter_us;

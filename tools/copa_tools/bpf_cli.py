@@ -351,9 +351,10 @@ def flows():
         netns, sport, dport = struct.unpack("=IHH", k[32:40])
         f = dict(zip(("delta", "competitive", "loss_reaction", "source",
                       "inv_delta", "mode", "velocity", "rtt_min_us",
-                      "rtt_standing_us", "cwnd", "target", "pacing"),
-                     struct.unpack("=12I", v[:48])))
-        f["updates"] = struct.unpack("=Q", v[48:56])[0]
+                      "rtt_standing_us", "cwnd", "target", "pacing",
+                      "noise_us"),
+                     struct.unpack("=13I", v[:52])))
+        f["updates"] = struct.unpack("=Q", v[56:64])[0]
         f["saddr"] = str(saddr.ipv4_mapped or saddr)
         f["daddr"] = str(daddr.ipv4_mapped or daddr)
         f["netns"], f["sport"], f["dport"] = netns, sport, dport
@@ -371,14 +372,15 @@ def cmd_flows(args):
         return
     print("netns      local                         "
           "peer                          delta source   "
-          "mode        v  rttmin rttstand  cwnd target pacing updates")
+          "mode        v  rttmin rttstand noise  cwnd target pacing updates")
     for f in flows():
         print(f"{f['netns']:<10} {endpoint(f['saddr'], f['sport']):29} "
               f"{endpoint(f['daddr'], f['dport']):29} "
               f"{fmt_value('delta', f['delta']):5} "
               f"{SRC_NAMES.get(f['source'], '?'):8} "
               f"{MODE_NAMES.get(f['mode'], '?'):11} {f['velocity']:2} "
-              f"{f['rtt_min_us']:7} {f['rtt_standing_us']:8} {f['cwnd']:5} "
+              f"{f['rtt_min_us']:7} {f['rtt_standing_us']:8} {f['noise_us']:5} "
+              f"{f['cwnd']:5} "
               f"{f['target']:6} {PACING_NAMES.get(f['pacing'], '?'):6} "
               f"{f['updates']}")
 
