@@ -57,6 +57,7 @@ TRACE_EVENT(copa_update,
 		__field(__u32, delta_milli)
 		__field(__u8, mode)
 		__field(__u16, velocity)
+		__field(__u8, noise_us)
 	),
 
 	TP_fast_assign(
@@ -81,14 +82,15 @@ TRACE_EVENT(copa_update,
 		__entry->delta_milli = (1000U << COPA_SHIFT) / ca->inv_delta;
 		__entry->mode = mode;
 		__entry->velocity = ca->velocity;
+		__entry->noise_us = ca->noise_us;
 	),
 
-	TP_printk("src=%pISpc dest=%pISpc sock_cookie=%llx cwnd=%u target=%u dq_us=%u rtt_min_us=%u rtt_standing_us=%u delta_milli=%u mode=%u velocity=%u",
+	TP_printk("src=%pISpc dest=%pISpc sock_cookie=%llx cwnd=%u target=%u dq_us=%u rtt_min_us=%u rtt_standing_us=%u delta_milli=%u mode=%u velocity=%u noise_us=%u",
 		  __entry->saddr, __entry->daddr, __entry->sock_cookie,
 		  __entry->cwnd,
 		  __entry->target, __entry->dq_us, __entry->rtt_min_us,
 		  __entry->rtt_standing_us, __entry->delta_milli,
-		  __entry->mode, __entry->velocity)
+		  __entry->mode, __entry->velocity, __entry->noise_us)
 );
 
 #endif /* _TCP_COPA_TRACE_H */

@@ -391,7 +391,7 @@ def copa_trace_records(text):
     ``daddr`` their hosts, ``sock_cookie`` the socket cookie as an integer
     (printed in hex, as ss -e prints sk:HEX); every other field (cwnd,
     target, dq_us, rtt_min_us, rtt_standing_us, delta_milli, mode,
-    velocity) is an integer."""
+    velocity, noise_us) is an integer."""
     records = []
     for line in text.splitlines():
         head, sep, tail = line.partition(": copa_update: ")

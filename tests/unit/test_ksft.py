@@ -110,12 +110,12 @@ TRACE = """\
           setcc-812     [001] ..s1.   103.250117: copa_update: \
 src=10.0.0.1:20001 dest=10.0.0.2:5201 sock_cookie=1003 cwnd=46 target=86 \
 dq_us=955 rtt_min_us=40350 rtt_standing_us=41305 delta_milli=500 mode=2 \
-velocity=2
+velocity=2 noise_us=3
           setcc-812     [001] ..s1.   103.250200: tcp_probe: src=10.0.0.1:1
           <idle>-0      [000] ..s1.   103.290001: copa_update: \
 src=[fd00::1]:41234 dest=[fd00::2]:5602 sock_cookie=ffff00000000002a \
 cwnd=10 target=4294967295 dq_us=0 rtt_min_us=120 rtt_standing_us=130 \
-delta_milli=250 mode=1 velocity=1
+delta_milli=250 mode=1 velocity=1 noise_us=0
 """
 
 
@@ -131,7 +131,7 @@ def test_trace_records_parse_addresses_and_cookie():
     assert (v4["saddr"], v4["sport"]) == ("10.0.0.1", 20001)
     assert (v4["daddr"], v4["dport"]) == ("10.0.0.2", 5201)
     assert v4["sock_cookie"] == 0x1003
-    assert v4["cwnd"] == 46 and v4["velocity"] == 2
+    assert v4["cwnd"] == 46 and v4["velocity"] == 2 and v4["noise_us"] == 3
     assert v4["t"] == 103.250117
     assert v6["src"] == "[fd00::1]:41234"
     assert (v6["saddr"], v6["sport"]) == ("fd00::1", 41234)
