@@ -56,7 +56,11 @@ def test_interrupted_vm_run_leaves_nothing(tmp_path, signum):
         assert time.monotonic() < deadline, "the fake vm-run never started"
         time.sleep(0.05)
     sid = int((tmp_path / "sid").read_text())
-    assert len(cli.session_pids(sid)) >= 3    # bash, timeout, sleep, cat
+    # "ready" comes before the pipeline starts: wait for bash, timeout,
+    # sleep and cat (a loaded host takes a while to fork them)
+    while len(cli.session_pids(sid)) < 3:
+        assert time.monotonic() < deadline, cli.session_pids(sid)
+        time.sleep(0.05)
     driver.send_signal(signum)
     assert driver.wait(timeout=60) == 128 + signum
     assert "stopping the VM" in driver.stderr.read()
