@@ -382,7 +382,7 @@ static inline u32 copa_floor_queue_us(const struct copa *ca)
  * The queue is nearly empty when dq is within a tenth of the recent RTT
  * spread, within the timer jitter (copa_jitter_us()), or within the queue
  * Copa itself keeps at its current 1/delta (the configured one if larger)
- * or above the RTT's noise (copa_floor_queue_us()).
+ * or the floor under it (copa_floor_queue_us()).
  * A lone Copa drains to its own target every cycle, and in competitive mode
  * that target grows with 1/delta: measured against less, its own queue
  * would read as a competitor's and keep the mode going.
