@@ -1,46 +1,46 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""The Debian packages tcp-copa-dkms and copa-tools, installed in the VM
-with one dpkg -i, as an operator would.
+"""The Debian package copa-tools installed in the VM with dpkg -i, as an
+operator would, beside the modules that tcp-copa-dkms's DKMS built.
 
-Not a test_*.py: it takes minutes under TCG (DKMS compiles the modules in
-the guest and depmod reads the whole module tree over 9p, twice), so
-make check leaves it out and CI runs it on its own after make deb:
+Not a test_*.py: make check runs it in the deb stage, after make deb and
+tests/deb-dkms, which installs tcp-copa-dkms with apt in a root of the VM
+kernel's suite (DKMS builds there at native speed, not over 9p under
+TCG) and copies the modules DKMS built to a directory that vm-run then
+installs in the guest:
 
     make deb
-    scripts/vm-run --timeout 1500 -- tests/run-vm --timeout 1400 tests/vm/deb_install.py
+    tests/deb-dkms deb /tmp/dkms
+    COPA_MODULES_DIR=/tmp/dkms scripts/vm-run --no-load --timeout 900 -- \
+        tests/run-vm --timeout 800 tests/vm/deb_install.py
 
-The guest's /usr, /var and /etc are overlays, so dpkg and DKMS write
-there as on a real machine and nothing reaches the host. The modules that
-vm-run installed are taken away first, so that modprobe can only find
-the ones DKMS built. Checks: both packages install together (no file in
-both; tcp-copa-dkms's postinst: dkms add, build, install), the modules
-land in updates/dkms with VERSION as their version, modprobe tcp_copa
-works, copa is selected through the sysctl for a new connection, the
-packaged copa-eval (/usr/bin, the entry point of the package installed
-in /usr/lib/python3/dist-packages) runs and lists the scenarios of the
-source tree (the venv's copa-eval), the packaged copa-bpf (/usr/sbin) builds the BPF objects from the
-sources copa-tools ships into /var/lib/copa-tools/bpf, registers
-bpf_copa, which a socket then runs, and unregisters it, and dpkg -P of
-both removes the modules, the tools and copa-bpf's objects again.
+The guest's /usr, /var and /etc are overlays, so dpkg writes there as on
+a real machine and nothing reaches the host. Checks: modprobe loads
+DKMS's tcp_copa (VERSION, the guest's vermagic) and copa is selected
+through the sysctl for a new connection; copa-tools installs with dpkg
+-i; the packaged copa-eval (/usr/bin, the entry point of the package
+installed in /usr/lib/python3/dist-packages) runs and lists the
+scenarios of the source tree (the venv's copa-eval); the packaged
+copa-bpf (/usr/sbin) builds the BPF objects from the sources copa-tools
+ships into /var/lib/copa-tools/bpf, registers bpf_copa, which a socket
+then runs, and unregisters it; dpkg -P removes the tools and copa-bpf's
+objects again.
 """
 
 import contextlib
-import glob
 import json
 import os
 import sys
 import time
 
-from ksft import (VENV_BIN, KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_in,
-                  ksft_pr, ksft_exit, ksft_run, ksft_true, module_loaded, setcc,
-                  sysctl_saved, sysctl_set, unload_copa)
+from ksft import (VENV_BIN, KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_pr,
+                  ksft_exit, ksft_run, ksft_true, module_loaded, setcc,
+                  sysctl_saved, sysctl_set)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 VERSION = open(os.path.join(ROOT, "VERSION")).read().strip()
-DEBS = [os.path.join(ROOT, "deb", f"{pkg}_{VERSION}_all.deb")
-        for pkg in ("tcp-copa-dkms", "copa-tools")]
+DEB = os.path.join(ROOT, "deb", f"copa-tools_{VERSION}_all.deb")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from copa_tools import bpf  # noqa: E402
 
@@ -48,37 +48,17 @@ EVAL = "/usr/bin/copa-eval"
 PACKAGE = "/usr/lib/python3/dist-packages/copa_tools"
 COPA_BPF = "/usr/sbin/copa-bpf"
 BPF_STATE = "/var/lib/copa-tools"
-MODDIR = f"/lib/modules/{os.uname().release}"
 PORT = 5601
 
 
-def dpkg_install_modprobe_select_eval_bpf_purge():
-    for deb in DEBS:
-        if not os.path.exists(deb):
-            raise KsftSkipEx(f"no {deb}: run make deb")
-    if not os.path.exists(f"{MODDIR}/build/Makefile"):
-        raise KsftSkipEx("no kernel headers for the guest's kernel")
-    unload_copa()
-    for ko in glob.glob(f"{MODDIR}/updates/copa/*.ko"):
-        os.unlink(ko)
-
-    skip_man_db_trigger()
-    with timed("dpkg -i"):
-        proc = cmd(["dpkg", "-i", *DEBS], timeout=900)
-    ksft_pr("\n".join(proc.stdout.splitlines()[-12:]))
-    status = cmd(["dkms", "status", "tcp-copa"]).stdout.strip()
-    ksft_pr(f"dkms status: {status}")
-    ksft_in(f"tcp-copa/{VERSION}", status)
-    ksft_in("installed", status)
-    for mod in ("tcp_copa", "tcp_copa_policer"):
-        path = cmd(["modinfo", "-n", mod]).stdout.strip()
-        ksft_in("/updates/dkms/", path, f"{mod} comes from DKMS")
-        ksft_eq(cmd(["modinfo", "-F", "version", mod]).stdout.strip(),
-                VERSION)
-
+def modprobe_select_dpkg_eval_bpf_purge():
+    if not os.path.exists(DEB):
+        raise KsftSkipEx(f"no {DEB}: run make deb")
     with timed("modprobe"):
         cmd(["modprobe", "tcp_copa"])
     ksft_true(module_loaded("tcp_copa"))
+    ksft_eq(cmd(["modinfo", "-F", "version", "tcp_copa"]).stdout.strip(),
+            VERSION)
     # Only the initial namespace may make a restricted algorithm the
     # default (others get EPERM); a namespace created then inherits it.
     with sysctl_saved("net.ipv4.tcp_congestion_control"):
@@ -86,6 +66,10 @@ def dpkg_install_modprobe_select_eval_bpf_purge():
         flow = one_flow()
     ksft_eq(flow["cc"], "copa", "the default from the sysctl selects copa")
 
+    skip_man_db_trigger()
+    with timed("dpkg -i"):
+        proc = cmd(["dpkg", "-i", DEB], timeout=600)
+    ksft_pr("\n".join(proc.stdout.splitlines()[-6:]))
     ksft_eq(cmd([EVAL, "--version"]).stdout.strip(), f"copa-eval {VERSION}")
     listed = cmd([EVAL, "list"]).stdout
     ksft_pr(f"{EVAL} list:\n{listed}")
@@ -95,11 +79,8 @@ def dpkg_install_modprobe_select_eval_bpf_purge():
     with timed("copa-bpf build, register, a flow, unregister"):
         packaged_bpf_build()
 
-    unload_copa()
     with timed("dpkg -P"):
-        cmd(["dpkg", "-P", "tcp-copa-dkms", "copa-tools"], timeout=600)
-    left = glob.glob(f"{MODDIR}/updates/dkms/tcp_copa*")
-    ksft_eq(left, [], "dpkg -P removes the modules")
+        cmd(["dpkg", "-P", "copa-tools"], timeout=600)
     for path in (EVAL, COPA_BPF, PACKAGE, BPF_STATE):
         ksft_true(not os.path.lexists(path), f"dpkg -P removes {path}")
 
@@ -155,5 +136,5 @@ def packaged_bpf_build():
     ksft_true("bpf_copa" not in bpf.available(), "unregistered")
 
 
-ksft_run([dpkg_install_modprobe_select_eval_bpf_purge])
+ksft_run([modprobe_select_dpkg_eval_bpf_purge])
 ksft_exit()
