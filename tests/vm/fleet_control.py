@@ -401,6 +401,13 @@ def test_faults():
 
 
 def main():
+    # run-vm starts test files with the guest's python3; chDB is in the
+    # venv (scripts/deps), whose python3 this file then runs under.
+    try:
+        import chdb  # noqa: F401
+    except ImportError:
+        if os.path.exists(PYTHON) and sys.executable != PYTHON:
+            os.execv(PYTHON, [PYTHON, os.path.abspath(__file__)])
     load_copa()
     ksft_run([test_converges_and_beats_cubic, test_clean_links_change_nothing,
               test_faults])
