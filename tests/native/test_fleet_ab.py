@@ -98,7 +98,9 @@ def experiment(cgroup, tmp_path):
 def connections(cgroup, sources, gap=0.0):
     """One connection from each of ``sources`` to SERVER, opened inside
     the cgroup (the listener too: an accepted socket is in its
-    listener's cgroup): [(client, server socket, connect time)]."""
+    listener's cgroup): [(client, server socket, (CLOCK_BOOTTIME in ns
+    before connect, and after accept))]. The program reads that clock
+    when either end is established, which is between the two."""
     out = []
     with inside(cgroup):
         lst = netlink.socket_in_netns(NS, 0, socket.AF_INET,
@@ -109,9 +111,11 @@ def connections(cgroup, sources, gap=0.0):
             c = netlink.socket_in_netns(NS, 0, socket.AF_INET,
                                         socket.SOCK_STREAM)
             c.bind((src, 0))
-            t = time.time()
+            before = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
             c.connect(lst.getsockname())
-            out.append((c, lst.accept()[0], t))
+            s = lst.accept()[0]
+            after = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+            out.append((c, s, (before, after)))
             time.sleep(gap)
     lst.close()
     return out
@@ -135,6 +139,15 @@ def records(conns):
     return recs
 
 
+def client_end(r):
+    """The client's (address, port) of either end's record: a port alone
+    is not unique, since clients bound to different addresses may share
+    one."""
+    if r["peer_addr"] == SERVER:
+        return r["local_addr"], r["local_port"]
+    return r["peer_addr"], r["peer_port"]
+
+
 def check_arms(exp, recs, times=None):
     """Every record: the arm's label, the arm's cc, and the hash's arm
     (at the connection's time, under switchback)."""
@@ -144,8 +157,7 @@ def check_arms(exp, recs, times=None):
         assert r["ab_arm"] in exp.labels(), r
         arm_name = r["ab_arm"].split("/")[1]
         assert r["cc"] == ARM_CC[arm_name], r
-        t = times.get(r["local_port"] if r["peer_addr"] == SERVER
-                      else r["peer_port"]) if times else None
+        t = times.get(client_end(r)) if times else None
         assert exp.label(exp.arm(r["cookie"], r["peer_addr"], t)) == \
             r["ab_arm"], r
         arms.add(arm_name)
@@ -168,13 +180,19 @@ def test_switchback_alternates_by_period(cgroup, experiment):
     exp = experiment("n-switch", "--unit", "prefix", "--switchback", "1",
                      "--washout", "0.2")
     conns = connections(cgroup, CLIENTS[::4] * 3, gap=0.02)
-    times = {c.getsockname()[1]: t for c, _, t in conns}
-    # Leave out connections within 20 ms of a switch: the clocks differ.
-    times = {p: t for p, t in times.items()
-             if 0.02 < (t - exp.started) % 1 < 0.98}
-    recs = [r for r in records(conns)
-            if (r["local_port"] if r["peer_addr"] == SERVER
-                else r["peer_port"]) in times]
+    # The program's period, (now - start_boot_ns) // period, is known
+    # only where a connection's bracket lies inside one period; 1 ms
+    # either side covers the rounding of exp.period's Unix time.
+    period_ns = int(exp.switchback_s * 1e9)
+    times = {}
+    for c, _, (before, after) in conns:
+        first, last = (
+            (t - exp.start_boot_ns) // period_ns
+            for t in (before - 1_000_000, after + 1_000_000))
+        if first == last:
+            times[c.getsockname()] = (
+                exp.started + (before - exp.start_boot_ns) / 1e9)
+    recs = [r for r in records(conns) if client_end(r) in times]
     check_arms(exp, recs, times)
     assert len({exp.period(t) for t in times.values()}) >= 2
 
