@@ -880,8 +880,11 @@ static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd)
  * slow start doubles past any limit, queue or none. cwnd goes back to what
  * the path delivered in the round trip this ACK closes (the rate sample's
  * delivered count), at most half of cwnd, because the previous round's
- * window was often past the limit already. An ACK without a valid sample
- * (rs->delivered < 0: a NewReno dupack, SACK reneging) leaves half.
+ * window was often past the limit already. Not below the initial window,
+ * though: in the first rounds the sample counts what was delivered since
+ * the handshake, a measure of the sender's small window, not of the path.
+ * An ACK without a valid sample (rs->delivered < 0: a NewReno dupack, SACK
+ * reneging) leaves half.
  */
 static inline void copa_end_slow_start_on_loss(struct copa *ca,
 					       struct copa_ack *ack)
@@ -891,7 +894,8 @@ static inline void copa_end_slow_start_on_loss(struct copa *ca,
 	if (!ca->slow_start || ack->losses <= 0)
 		return;
 	if (ack->rs_delivered >= 0)
-		cwnd = min_t(u32, cwnd, ack->rs_delivered);
+		cwnd = min_t(u32, cwnd,
+			     max_t(u32, ack->rs_delivered, COPA_INIT_CWND));
 	copa_sample_start(ca, ack);
 	copa_set_cwnd(ca, ack, cwnd);
 	copa_exit_slow_start(ca);
@@ -941,13 +945,15 @@ static inline void copa_end_slow_start_on_queue(struct copa *ca)
  * Move cwnd towards the target for acked packets: v / (delta * cwnd)
  * packets per packet, that is acked * v * (1/delta in COPA_UNIT scale)
  * over COPA_UNIT * cwnd. Slow start adds one packet per packet instead.
- * A window that did not limit sending does not grow.
+ * A window that did not limit sending does not grow. One ACK counts for
+ * at most a window: a stretch ACK (NewReno's after a timeout acks all the
+ * receiver held) carries one RTT sample, not several rounds of them.
  */
 static inline void copa_update_cwnd(struct copa *ca, struct copa_ack *ack)
 {
 	u64 target = copa_target_cwnd(ca, ack->cwnd);
 	bool increase = ((u64)ack->cwnd << COPA_SHIFT) < target;
-	u32 acked = min_t(u32, max(ack->acked_sacked, 0), COPA_MAX_CWND);
+	u32 acked = min_t(u32, max(ack->acked_sacked, 0), ack->cwnd);
 	s64 num;
 
 	ack->target = min_t(u64, target >> COPA_SHIFT, U32_MAX);

@@ -2280,14 +2280,17 @@ static bool short_fifo_stalled_acks(char *out, size_t len)
 }
 
 /*
- * Random loss never holds a rate: on each random-loss link at 12 and
- * 20 Mbit/s, NOISE_SEEDS runs with the default loss reaction must not
- * hold once, and each keeps at least 0.95 of the link. A full link with
- * random loss delivers a flat rate too, but the window it adds waits in
- * the FIFO; counting it as growth past a limit held a rate in 9 of these
- * 40 runs (0.89x the link at worst).
+ * Random loss seldom holds a rate, and a hold costs it little: on each
+ * random-loss link at 12 and 20 Mbit/s, RANDOM_LOSS_SEEDS runs with the
+ * default loss reaction. At 1 and 2 % loss no run holds; at 5 % at most
+ * one run in RANDOM_LOSS_HELD holds (two lossy rounds at agreeing rates
+ * happen by chance there), and every run keeps at least 0.95 of the link.
+ * A full link with random loss delivers a flat rate too, but the window
+ * it adds waits in the FIFO; counting it as growth past a limit held a
+ * rate in 9 of 40 runs (8 seeds on each link; 0.89x the link at worst).
  */
-#define NOISE_SEEDS	8
+#define RANDOM_LOSS_SEEDS	40
+#define RANDOM_LOSS_HELD	8
 
 static bool random_loss_never_holds(char *out, size_t len)
 {
@@ -2299,20 +2302,23 @@ static bool random_loss_never_holds(char *out, size_t len)
 		const struct loss_link *l = &loss_links[i];
 		struct cfg c = loss_cfg(l, 5, true);
 		double lo = 1e9;
-		u32 holds = 0;
+		u32 held = 0;
 		struct result r;
 
 		if (!l->loss || l->mbit > 20)
 			continue;
-		for (k = 0; k < NOISE_SEEDS; k++) {
+		for (k = 0; k < RANDOM_LOSS_SEEDS; k++) {
 			c.seed = loss_seed(k);
 			run(&c, &r);
 			lo = fmin(lo, loss_util(l, &r));
-			holds += r.holds;
+			held += !!r.holds;
 		}
-		n += snprintf(out + n, len - n, "%s%s: holds %u, util min %.3f",
-			      n ? "; " : "", l->name, holds, lo);
-		ok &= !holds && lo >= 0.95;
+		n += snprintf(out + n, len - n,
+			      "%s%s: %u of %u runs held, util min %.3f",
+			      n ? "; " : "", l->name, held, RANDOM_LOSS_SEEDS,
+			      lo);
+		ok &= lo >= 0.95 && (l->loss > 0.02 ?
+			held * RANDOM_LOSS_HELD <= RANDOM_LOSS_SEEDS : !held);
 	}
 	return ok;
 }
@@ -2891,6 +2897,43 @@ static void no_sack_loss_runs(double *worst, double *ratio, u32 *exits,
 	}
 }
 
+/*
+ * Every end of slow start at 1 % random loss on a 12 Mbit/s, 40 ms path
+ * with a one-BDP FIFO (tests/vm/test_copa_nosack.py's link), with SACK
+ * and without, EXIT_SEEDS runs of 2 s each: the worst keeps EXIT_MIN of
+ * the window. Before issue 32's fix a loss in the first two rounds took
+ * what had been delivered since the handshake as what the path carries
+ * (SACK: 11 -> 2, 26 -> 7), and a NewReno stretch ACK after a timeout,
+ * acking 228 packets at once, cut 18 -> 2 as if 12 rounds had passed.
+ */
+#define EXIT_SEEDS	1000
+
+static bool slow_start_exit_random_loss(char *out, size_t len)
+{
+	struct cfg c = mklink(12, 40, 1448, 500);
+	double worst[2] = { 1, 1 };
+	u32 exits[2] = { 0, 0 }, k, sack;
+
+	c.fifo = (u32)bdp_pkts(&c, c.rate_bps);
+	c.loss = 0.01;
+	c.duration_us = 2 * COPA_USEC_PER_SEC;
+	for (sack = 0; sack < 2; sack++) {
+		c.no_sack = !sack;
+		for (k = 0; k < EXIT_SEEDS; k++) {
+			struct result r;
+
+			c.seed = loss_seed(k);
+			run(&c, &r);
+			exits[sack] += r.ss_exits;
+			if (r.ss_exits)
+				worst[sack] = fmin(worst[sack], r.ss_exit_worst);
+		}
+	}
+	OUT("%u runs each: SACK %u ends of slow start, worst %.3f of the window; NewReno %u, worst %.3f (>= %.2f)",
+	    EXIT_SEEDS, exits[1], worst[1], exits[0], worst[0], EXIT_MIN);
+	return exits[0] && exits[1] && fmin(worst[0], worst[1]) >= EXIT_MIN;
+}
+
 static bool no_sack_random_loss_1pct(char *out, size_t len)
 {
 	double worst, ratio;
@@ -3170,6 +3213,7 @@ static const struct tcase cases[] = {
 	CASE(no_sack_slow_start_exit),
 	CASE(invalid_rate_samples),
 	CASE(no_sack_random_loss_1pct),
+	CASE(slow_start_exit_random_loss),
 	PENDING(no_sack_random_loss_1pct_delivery),
 };
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
