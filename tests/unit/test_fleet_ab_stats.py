@@ -8,6 +8,8 @@ per cluster, as RTTs of the connections of one client or prefix are).
   records instead of clusters would reject far more often.
 - A/B: a shift injected into the treatment is inside the interval at
   its stated coverage, for the percentile (scipy) and Poisson methods.
+- One group's interval (the controller's leave rules): it leaves out
+  the population's median at its stated rate.
 - The sample-ratio-mismatch check, and Benjamini-Hochberg.
 """
 import pytest
@@ -119,6 +121,25 @@ def test_too_few_clusters_is_an_error():
     one = stats.Quantiles([1, 2, 3], [0, 0, 0], (0.5,))
     with pytest.raises(ValueError, match="two clusters per arm"):
         stats.difference(one, one)
+
+
+def test_one_group_interval_at_coverage():
+    """The population's median is 40 ms (the lognormals are symmetric in
+    log around log 40): each 90% interval leaves it out on either side
+    in 5% of the runs, within the binomial spread."""
+    rng = np.random.default_rng(7)
+    low = high = 0
+    for _ in range(RUNS):
+        values, labels = arm(rng)
+        out = stats.interval(stats.Quantiles(values, labels, (0.5,)), 0.1,
+                             RESAMPLES, rng)
+        assert out["low"][0] <= out["estimate"][0] <= out["high"][0]
+        low += out["low"][0] > 40
+        high += out["high"][0] < 40
+    assert within_binomial(low, RUNS, 0.05), low
+    assert within_binomial(high, RUNS, 0.05), high
+    with pytest.raises(ValueError, match="two clusters"):
+        stats.interval(stats.Quantiles([1.0, 2.0], [0, 0], (0.5,)))
 
 
 def test_sample_ratio_mismatch():

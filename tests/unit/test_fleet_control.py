@@ -209,20 +209,54 @@ def test_policed_falls_back_to_bbr_without_copa_policer():
     assert hit[:2] == ("policed", Policy("bbr"))
 
 
+class Bounds:
+    """Evidence with given interval ends: {(metric, side): value}."""
+
+    def __init__(self, **ends):
+        self.ends = {tuple(k.rsplit("_", 1)): v for k, v in ends.items()}
+
+    def bound(self, metric, side):
+        return self.ends.get((metric, side))
+
+
 def test_leave_rules():
     cfg = Config()
     base = {"rate_p50": 2e6, "srtt_p90": 150e3, "retrans": 0.08}
+    far = Bounds(rate_p50_high=1.85e6, srtt_p90_low=140e3,
+                 retrans_low=0.085)
     ok = numbers(12, 40, 1.95, 0.001)
-    assert control.leave_rule("bloated", ok, base, cfg) is None
+    assert control.leave_rule("bloated", ok, base, cfg, far) is None
     kind, why = control.leave_rule("bloated", numbers(12, 40, 1.8, 0), base,
-                                   cfg)
-    assert kind == "rate" and "median rate 1.8 < 0.95 x 2" in why
+                                   cfg, far)
+    assert kind == "rate" and why == "median rate 1.8 Mbit/s (at most " \
+        "1.85 Mbit/s at 95%) < 0.95 x 2 Mbit/s at entry"
     kind, why = control.leave_rule("bloated", numbers(100, 40, 2, 0), base,
-                                   cfg)
-    assert kind == "useless" and "srtt p90 160 ms > 0.9 x 150" in why
-    kind, _ = control.leave_rule("policed", numbers(1, 20, 2, 0.09), base,
-                                 cfg)
-    assert kind == "useless"
+                                   cfg, far)
+    assert kind == "useless" and why == "srtt p90 160 ms (at least " \
+        "140 ms at 95%) > 0.9 x 150 ms at entry"
+    kind, why = control.leave_rule("policed", numbers(1, 20, 2, 0.09), base,
+                                   cfg, far)
+    assert kind == "useless" and why == "retransmitted 9% (at least " \
+        "8.5% at 95%) > 8% at entry"
+
+
+def test_leave_rules_need_the_interval_past_the_limit():
+    """The same point estimates, but each interval reaches back over its
+    limit (or no interval: fewer than two connections): no leave."""
+    cfg = Config()
+    base = {"rate_p50": 2e6, "srtt_p90": 150e3, "retrans": 0.08}
+    for near in (Bounds(rate_p50_high=1.95e6, srtt_p90_low=130e3,
+                        retrans_low=0.07), Bounds()):
+        for rule, n in (("bloated", numbers(12, 40, 1.8, 0)),
+                        ("bloated", numbers(100, 40, 2, 0)),
+                        ("policed", numbers(1, 20, 2, 0.09))):
+            assert control.leave_rule(rule, n, base, cfg, near) is None
+
+
+def test_leave_alpha_checked():
+    for alpha in (0, 1, -0.5):
+        with pytest.raises(control.ControlError, match="leave-alpha"):
+            Config(leave_alpha=alpha).check()
 
 
 def test_duty_cycle_and_flap_rate():
@@ -363,7 +397,8 @@ def test_priority_from_edgio_scores(tmp_path):
         data = control.Prefix({("cubic", None): numbers(80, 40, 1.9, 0.002)},
                               duty=duty, flap=flap)
         out.append(control.decide("192.0.2.0/24", data, {}, cfg, T0,
-                                  ("cubic", AVAILABLE), True).priority)
+                                  ("cubic", AVAILABLE), True,
+                                  None).priority)
     assert out[1] > out[2] > out[0]
 
 

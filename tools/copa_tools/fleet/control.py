@@ -87,6 +87,7 @@ class Config:
     delta_fast: int = 100
     max_rate_loss: float = 0.05
     min_rtt_gain: float = 0.1
+    leave_alpha: float = 0.1        # a leave needs a 1 - alpha/2 bound
     confirm_rounds: int = 2
     min_hold_s: float = 900.0
     cooldown_s: float = 86400.0
@@ -107,6 +108,9 @@ class Config:
                                f"{sorted(queries.DUTY_METRICS)}")
         if list(self.deltas) != sorted(set(self.deltas)):
             raise ControlError("--deltas must increase")
+        if not 0 < self.leave_alpha < 1:
+            raise ControlError(f"--leave-alpha {self.leave_alpha:g}: "
+                               "between 0 and 1")
 
 
 # ---------------------------------------------------------------------------
@@ -122,6 +126,8 @@ class Numbers:
     srtt_p90: float = None
     base_rtt: float = None          # min_rtt at p10, us
     retrans: float = None           # bytes retransmitted / acked
+    cc: str = None                  # the group: its cc as recorded ...
+    delta: int = None               # ... and delta, thousandths
 
     @property
     def qdelay_ms(self):
@@ -187,7 +193,8 @@ def measure(engine, source, now, cfg):
         srtt = [_num(x) for x in r["srtt_q"]]
         prefixes.setdefault(r["peer_prefix"], Prefix()).groups[key] = \
             Numbers(int(r["connections"]), rate[0], rate[1], srtt[0],
-                    srtt[1], _num(r["base_rtt_q"][0]))
+                    srtt[1], _num(r["base_rtt_q"][0]), cc=key[0],
+                    delta=key[1])
     for r in engine.rows(queries.control_retrans(source, start, now + 1,
                                                  cfg.min_bytes)):
         d = _num(r["delta_key"])
@@ -289,26 +296,96 @@ def enter_rule(n, cfg, available):
     return None
 
 
-def leave_rule(rule, n, base, cfg):
+class Evidence:
+    """The records of one prefix's group (Numbers ``n``) over the
+    lookback, for the leave rules: the far end of a metric's 1 -
+    cfg.leave_alpha bootstrap interval that resamples the group's
+    connections (stats.interval), queried only when a rule asks."""
+
+    METRICS = {"rate_p50": ("rate", 0.5), "srtt_p90": ("srtt", 0.9)}
+
+    def __init__(self, engine, source, prefix, n, start, end, cfg):
+        self.query = (source, prefix, n.cc, n.delta, start, end,
+                      cfg.min_bytes)
+        self.engine, self.alpha = engine, cfg.leave_alpha
+        self.recs = self.conns = None
+        self.bounds = {}
+
+    def _rows(self, make):
+        rows = self.engine.rows(make(*self.query))
+        return rows, [(r["host"], int(r["cookie"])) for r in rows]
+
+    def _statistic(self, metric):
+        # stats needs scipy's bootstrap (the fleet extra), imported only
+        # by a round that has a leave to judge.
+        from . import stats
+        if metric == "retrans":
+            if self.conns is None:
+                self.conns = self._rows(queries.group_connections)
+            rows, clusters = self.conns
+            return stats.Ratio([float(r["retrans"]) for r in rows],
+                               [float(r["acked"]) for r in rows], clusters)
+        if self.recs is None:
+            self.recs = self._rows(queries.group_records)
+        rows, clusters = self.recs
+        column, q = self.METRICS[metric]
+        ok = [i for i, r in enumerate(rows) if int(r[f"{column}_ok"])]
+        return stats.Quantiles([float(rows[i][column]) for i in ok],
+                               [clusters[i] for i in ok], (q,))
+
+    def bound(self, metric, side):
+        """The ``side`` ("low" or "high") end of ``metric``'s interval
+        (rate_p50 and srtt_p90 in Numbers' units, retrans), or None
+        where fewer than two connections have a value."""
+        from . import stats
+        if (metric, side) not in self.bounds:
+            statistic = self._statistic(metric)
+            self.bounds[metric, side] = None if statistic.n_clusters < 2 \
+                else float(stats.interval(statistic, self.alpha,
+                                          rng=0)[side][0])
+        return self.bounds[metric, side]
+
+
+def leave_rule(rule, n, base, cfg, evidence):
     """Why a prefix under ``rule``'s policy should leave it, from its
     Numbers ``n`` against ``base`` (the host default's at entry), or
     None: the policy costs delivery rate, or does not deliver what it
-    was chosen for."""
-    if n.rate_p50 is not None and base.get("rate_p50") and \
-            n.rate_p50 < (1 - cfg.max_rate_loss) * base["rate_p50"]:
-        return "rate", (f"median rate {n.rate_p50 / 1e6:.3g} < "
-                        f"{1 - cfg.max_rate_loss:g} x "
-                        f"{base['rate_p50'] / 1e6:.3g} Mbit/s at entry")
-    if rule == "bloated" and n.srtt_p90 is not None and base.get(
-            "srtt_p90") and n.srtt_p90 > (1 - cfg.min_rtt_gain) * \
-            base["srtt_p90"]:
-        return "useless", (f"srtt p90 {n.srtt_p90 / 1e3:.3g} ms > "
-                           f"{1 - cfg.min_rtt_gain:g} x "
-                           f"{base['srtt_p90'] / 1e3:.3g} at entry")
-    if rule == "policed" and n.retrans is not None and \
-            base.get("retrans") is not None and n.retrans > base["retrans"]:
-        return "useless", (f"retransmitted {_pct(n.retrans)} > "
-                           f"{_pct(base['retrans'])} at entry")
+    was chosen for. A rule that holds on the point estimate acts only if
+    it also holds at the far end of the estimate's interval
+    (``evidence``, an Evidence): a few connections' median moves by more
+    than --max-rate-loss from round to round."""
+    def mbps(v):
+        return f"{v / 1e6:.3g} Mbit/s"
+
+    def ms(v):
+        return f"{v / 1e3:.3g} ms"
+
+    checks = []     # (kind, metric, side, name, value, limit, at entry)
+    if base.get("rate_p50"):
+        keep = 1 - cfg.max_rate_loss
+        checks.append(("rate", "rate_p50", "high", "median rate",
+                       n.rate_p50, keep * base["rate_p50"], mbps,
+                       f"{keep:g} x {mbps(base['rate_p50'])}"))
+    if rule == "bloated" and base.get("srtt_p90"):
+        keep = 1 - cfg.min_rtt_gain
+        checks.append(("useless", "srtt_p90", "low", "srtt p90",
+                       n.srtt_p90, keep * base["srtt_p90"], ms,
+                       f"{keep:g} x {ms(base['srtt_p90'])}"))
+    if rule == "policed" and base.get("retrans") is not None:
+        checks.append(("useless", "retrans", "low", "retransmitted",
+                       n.retrans, base["retrans"], _pct,
+                       _pct(base["retrans"])))
+    conf = f"{100 * (1 - cfg.leave_alpha / 2):g}%"
+    for kind, metric, side, name, value, limit, fmt, entry in checks:
+        def past(v):
+            return v is not None and (v < limit if side == "high"
+                                      else v > limit)
+        if past(value) and past(bound := evidence.bound(metric, side)):
+            return kind, (f"{name} {fmt(value)} ("
+                          f"{'at most' if side == 'high' else 'at least'} "
+                          f"{fmt(bound)} at {conf}) "
+                          f"{'<' if side == 'high' else '>'} {entry} at "
+                          "entry")
     return None
 
 
@@ -317,10 +394,13 @@ def _rung(cfg, delta, step):
     return cfg.deltas[i] if 0 <= i < len(cfg.deltas) else None
 
 
-def decide(prefix, data, entry, cfg, now, host, per_prefix_delta):
+def decide(prefix, data, entry, cfg, now, host, per_prefix_delta,
+           evidence):
     """The Decision for ``prefix``: ``data`` its Prefix, ``entry`` its
     state (a dict, updated with candidates and entry numbers), ``host``
-    the default cc's name and the ccs available {policy cc: name}."""
+    the default cc's name and the ccs available {policy cc: name},
+    ``evidence`` a function of (prefix, Numbers) giving the group's
+    Evidence."""
     current = Policy(**entry.get("policy", asdict(HOST_DEFAULT)))
     default_cc, names = host
     keep = Decision(prefix, current, current, entry.get("rule", ""), "",
@@ -378,7 +458,7 @@ def decide(prefix, data, entry, cfg, now, host, per_prefix_delta):
                     f"{cfg.min_connections}")
         return keep
     base = entry.get("baseline", {})
-    out = leave_rule(rule, n, base, cfg)
+    out = leave_rule(rule, n, base, cfg, evidence(prefix, n))
     if out:
         kind, why = out
         lower = _rung(cfg, current.delta, -1) if kind == "rate" and \
@@ -757,12 +837,18 @@ class Controller:
                              "--resume)")
             return [], [], [], "paused"
         host = (self.default_cc, self.backend.names)
+        start = now - self.cfg.hours * 3600
+
+        def evidence(prefix, n):
+            return Evidence(engine, source, prefix, n, start, now + 1,
+                            self.cfg)
         decisions = []
         for prefix in sorted(set(prefixes) | set(self.policies())):
             entry = self.state["prefixes"].setdefault(prefix, {})
             decisions.append(decide(prefix, prefixes.get(prefix, Prefix()),
                                     entry, self.cfg, now, host,
-                                    self.backend.per_prefix_delta))
+                                    self.backend.per_prefix_delta,
+                                    evidence))
             if not entry:
                 del self.state["prefixes"][prefix]
         applied = self.backend.entries()
@@ -902,6 +988,7 @@ def config(args):
                  max_changes=args.max_changes, min_hold_s=args.min_hold,
                  confirm_rounds=args.confirm_rounds,
                  max_rate_loss=args.max_rate_loss,
+                 leave_alpha=args.leave_alpha,
                  deltas=tuple(args.deltas), slow_mbps=args.slow_mbps,
                  delta_slow=args.delta_slow,
                  delta_fast=args.delta_fast)
@@ -1043,6 +1130,10 @@ def add_parser(sub):
     c.add_argument("--max-rate-loss", type=float, default=d.max_rate_loss,
                    help="median delivery rate a policy may cost "
                         f"(default {d.max_rate_loss:g})")
+    c.add_argument("--leave-alpha", type=float, default=d.leave_alpha,
+                   help="a leave rule must hold at the far end of its "
+                        "metric's 1 - ALPHA bootstrap interval (default "
+                        f"{d.leave_alpha:g})")
     c.add_argument("--deltas", type=delta_arg, nargs="+",
                    default=list(d.deltas), help="the delta ladder "
                    "(default " + " ".join(f"{x / 1000:g}" for x in d.deltas)

@@ -200,9 +200,10 @@ GROUP BY window_start, peer_prefix
 ORDER BY window_start, peer_prefix"""
 
 
-def every_query(source, start=0, end=2 ** 32 - 1):
+def every_query(source, control_group, start=0, end=2 ** 32 - 1):
     """Every query of this module over ``source``: what the tests run on
-    each engine."""
+    each engine; ``control_group`` is one of control_groups()'s (prefix, cc,
+    delta in thousandths or None) in it."""
     out = {"span": span(source), "windows": windows(source, 60, start, end)}
     for group, keys in GROUPS.items():
         out[f"summary_{group}"] = summary(source, keys, start, end)
@@ -217,6 +218,10 @@ def every_query(source, start=0, end=2 ** 32 - 1):
     labels = ("", "ab/treatment")     # "": records outside a test
     out["ab_records"] = ab_records(source, labels, start, end)
     out["ab_connections"] = ab_connections(source, labels, start, end)
+    out["group_records"] = group_records(source, *control_group, start,
+                                         end, 1000)
+    out["group_connections"] = group_connections(source, *control_group,
+                                                 start, end, 1000)
     return out
 
 
@@ -252,11 +257,11 @@ def _labels(labels):
     return ", ".join(_quote(x) for x in labels)
 
 
-def ab_records(source, labels, start, end):
-    """The records of the A/B arms ``labels``, one row each, for copa-fleet
-    ab report to resample: arm, host, cookie, peer, t (Unix seconds),
-    rate (delivery rate, bit/s) and rate_ok (not app-limited), srtt (us)
-    and srtt_ok."""
+def _records(source, where):
+    """The records that ``where`` selects, one row each, for a bootstrap
+    to resample: arm, host, cookie, peer, t (Unix seconds), rate
+    (delivery rate, bit/s) and rate_ok (not app-limited), srtt (us) and
+    srtt_ok."""
     return f"""SELECT ab_arm AS arm, host, cookie, peer_addr AS peer,
     toUInt32(time) AS t,
     toFloat64(ifNull(delivery_rate_bps, 0)) AS rate,
@@ -264,20 +269,57 @@ def ab_records(source, labels, start, end):
     toFloat64(ifNull(srtt_us, 0)) AS srtt,
     toUInt8(isNotNull(srtt_us)) AS srtt_ok
 FROM {source}
-WHERE {_between(start, end)} AND ab_arm IN ({_labels(labels)})"""
+WHERE {where}"""
 
 
-def ab_connections(source, labels, start, end):
-    """The connections of the A/B arms ``labels``, one row each: arm,
-    host, cookie, peer, first_time (its first record), and its bytes
-    acked and retransmitted at their largest."""
+def _connections(source, where, having="1"):
+    """The connections of the records that ``where`` selects, one row
+    each: arm, host, cookie, peer, first_time (its first record), and its
+    bytes acked and retransmitted at their largest."""
     return f"""SELECT ab_arm AS arm, host, cookie, any(peer_addr) AS peer,
     min(toUInt32(time)) AS first_time,
     max(ifNull(bytes_acked, 0)) AS acked,
     max(ifNull(bytes_retrans, 0)) AS retrans
 FROM {source}
-WHERE {_between(start, end)} AND ab_arm IN ({_labels(labels)})
-GROUP BY ab_arm, host, cookie"""
+WHERE {where}
+GROUP BY ab_arm, host, cookie
+HAVING {having}"""
+
+
+def ab_records(source, labels, start, end):
+    """The records of the A/B arms ``labels`` (_records())."""
+    return _records(source, f"{_between(start, end)} AND "
+                            f"ab_arm IN ({_labels(labels)})")
+
+
+def ab_connections(source, labels, start, end):
+    """The connections of the A/B arms ``labels`` (_connections())."""
+    return _connections(source, f"{_between(start, end)} AND "
+                                f"ab_arm IN ({_labels(labels)})")
+
+
+def _group(prefix, cc, delta):
+    """The records of one of control_groups()'s groups: ``delta`` in
+    thousandths (the controller's unit), None for none."""
+    milli = -1000 if delta is None else int(delta)
+    return (f"peer_prefix = {_quote(prefix)} AND cc = {_quote(cc)} AND "
+            f"round(ifNull(copa_delta, -1) * 1000) = {milli} AND {NO_ARM}")
+
+
+def group_records(source, prefix, cc, delta, start, end, min_bytes):
+    """The records one of control_groups()'s groups counted, one row each
+    (_records()): what the controller's leave rules resample."""
+    return _records(source, f"{_between(start, end)} AND "
+                            f"{_group(prefix, cc, delta)} AND "
+                            f"{_large(min_bytes)}")
+
+
+def group_connections(source, prefix, cc, delta, start, end, min_bytes):
+    """The connections control_retrans() counted in one of
+    control_groups()'s groups, one row each (_connections())."""
+    return _connections(source, f"{_between(start, end)} AND "
+                                f"{_group(prefix, cc, delta)}",
+                        f"acked >= {int(min_bytes)}")
 
 
 class QueryError(RuntimeError):

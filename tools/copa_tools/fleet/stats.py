@@ -152,6 +152,29 @@ def difference(control, treatment, alpha=0.05, resamples=2000, rng=None,
             "method": "poisson" if poisson else "percentile"}
 
 
+def interval(statistic, alpha=0.05, resamples=2000, rng=None):
+    """One group's ``statistic`` (a Quantiles or a Ratio) and its 1 -
+    alpha percentile bootstrap interval, resampling its clusters: a dict
+    of arrays, one entry per quantile: estimate, low and high. The
+    controller's leave rules read it."""
+    n = statistic.n_clusters
+    if n < 2:
+        raise ValueError(f"a bootstrap needs two clusters: {n}")
+
+    def resampled(i, axis=-1):
+        return statistic(_counts(i, n)).T
+
+    res = stats.bootstrap((np.arange(n),), resampled,
+                          n_resamples=resamples, vectorized=True,
+                          method="percentile", confidence_level=1 - alpha,
+                          batch=max(1, BATCH_CELLS // max(statistic.size,
+                                                          1)),
+                          rng=np.random.default_rng(rng))
+    return {"estimate": statistic(),
+            "low": np.asarray(res.confidence_interval.low),
+            "high": np.asarray(res.confidence_interval.high)}
+
+
 def sample_ratio(counts, shares):
     """The sample-ratio-mismatch check: chi-square p-value of the units
     ``counts`` per arm against the arms' ``shares``."""
