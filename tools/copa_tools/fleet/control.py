@@ -360,7 +360,7 @@ def leave_rule(rule, n, base, cfg, evidence):
     def ms(v):
         return f"{v / 1e3:.3g} ms"
 
-    checks = []     # (kind, metric, side, name, value, limit, at entry)
+    checks = []     # (kind, metric, side, name, value, limit, fmt, entry)
     if base.get("rate_p50"):
         keep = 1 - cfg.max_rate_loss
         checks.append(("rate", "rate_p50", "high", "median rate",
