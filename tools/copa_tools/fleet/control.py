@@ -315,10 +315,7 @@ class Evidence:
         rows = self.engine.rows(make(*self.query))
         return rows, [(r["host"], int(r["cookie"])) for r in rows]
 
-    def _statistic(self, metric):
-        # stats needs scipy's bootstrap (the fleet extra), imported only
-        # by a round that has a leave to judge.
-        from . import stats
+    def _statistic(self, stats, metric):
         if metric == "retrans":
             if self.conns is None:
                 self.conns = self._rows(queries.group_connections)
@@ -337,9 +334,11 @@ class Evidence:
         """The ``side`` ("low" or "high") end of ``metric``'s interval
         (rate_p50 and srtt_p90 in Numbers' units, retrans), or None
         where fewer than two connections have a value."""
+        # stats needs scipy's bootstrap (the fleet extra), imported only
+        # by a round that has a leave to judge.
         from . import stats
         if (metric, side) not in self.bounds:
-            statistic = self._statistic(metric)
+            statistic = self._statistic(stats, metric)
             self.bounds[metric, side] = None if statistic.n_clusters < 2 \
                 else float(stats.interval(statistic, self.alpha,
                                           rng=0)[side][0])

@@ -167,8 +167,7 @@ def interval(statistic, alpha=0.05, resamples=2000, rng=None):
     res = stats.bootstrap((np.arange(n),), resampled,
                           n_resamples=resamples, vectorized=True,
                           method="percentile", confidence_level=1 - alpha,
-                          batch=max(1, BATCH_CELLS // max(statistic.size,
-                                                          1)),
+                          batch=_batch(statistic, statistic),
                           rng=np.random.default_rng(rng))
     return {"estimate": statistic(),
             "low": np.asarray(res.confidence_interval.low),
