@@ -38,6 +38,7 @@ import inspect
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -55,6 +56,9 @@ VENV_BIN = os.path.join(os.environ.get("COPA_CACHE") or os.path.expanduser(
 # The current case's result: False once a check failed (upstream's name).
 KSFT_RESULT = None
 _totals = {"pass": 0, "fail": 0, "skip": 0}
+# The current case's closest call of each ksft_ge() between measured
+# numbers: {comment with its numbers blanked: (a, b)} at the least a / b.
+_margins = {}
 
 
 class KsftFailEx(Exception):
@@ -102,6 +106,28 @@ def ksft_ne(a, b, comment=""):
 def ksft_ge(a, b, comment=""):
     if not a >= b:
         _fail("Check failed", repr(a), "<", repr(b), comment)
+    _note_margin(a, b, comment)
+
+
+def _note_margin(a, b, comment):
+    """Keep the smallest a / b of the check named ``comment``, for the
+    "# margin" lines the case ends with (scripts/gates reads them across
+    runs). Counts (two ints) and bounds of zero or less are not margins."""
+    nums = (a, b)
+    if any(isinstance(x, bool) or not isinstance(x, (int, float))
+           for x in nums) or all(isinstance(x, int) for x in nums) or b <= 0:
+        return
+    key = re.sub(r"-?\d+(\.\d+)?", "#", comment)
+    old = _margins.get(key)
+    if old is None or a / b < old[0] / old[1]:
+        _margins[key] = (a, b)
+
+
+def _print_margins():
+    """One line per check: its closest call in the case, as a / b."""
+    for key, (a, b) in sorted(_margins.items()):
+        ksft_pr(f"margin {a / b:.3f}: {key} ({a:.4g} >= {b:.4g})")
+    _margins.clear()
 
 
 def ksft_in(a, b, comment=""):
@@ -127,6 +153,7 @@ def _run_case(case, args):
     except KsftFailEx as e:
         ksft_pr(e)
         KSFT_RESULT = False
+    _print_margins()
     if KSFT_RESULT is False:
         return "fail"
     return outcome or "pass"

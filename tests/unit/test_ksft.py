@@ -74,6 +74,39 @@ def test_failed_check_is_recorded_and_the_case_goes_on(tmp_path):
     assert proc.returncode == 1
 
 
+def test_margins_are_printed_per_case_and_read_by_scripts_gates(tmp_path):
+    """Each case ends with its numeric checks' closest calls (a / b),
+    counts left out; scripts/gates takes the worst over logs and exits
+    1 when a check failed in one of them."""
+    script = tmp_path / "t.py"
+    script.write_text(textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {TESTS!r})
+        from ksft import ksft_exit, ksft_ge, ksft_run
+        def a(x):
+            for v in (3.0, x, 4.5):
+                ksft_ge(v, 1.25, f"rate {{v}} >= 1.25")
+            ksft_ge(3, 1, "a count")
+        ksft_run([a], args=(float(sys.argv[1]),))
+        ksft_exit()
+        """))
+    logs = []
+    for x in ("2.5", "1.0"):
+        proc = subprocess.run([sys.executable, str(script), x],
+                              capture_output=True, text=True)
+        logs.append(tmp_path / f"{x}.log")
+        logs[-1].write_text("# Subtest: t\n" + proc.stdout)
+    assert "# margin 2.000: rate # >= # (2.5 >= 1.25)" in \
+        logs[0].read_text().splitlines()
+    assert "count" not in logs[0].read_text()
+    gates = subprocess.run([os.path.join(ROOT, "scripts", "gates")] +
+                           [str(p) for p in logs], capture_output=True,
+                           text=True)
+    assert gates.returncode == 1
+    assert gates.stdout.split() == ["0.800", "2", "t", "a:", "rate", "#",
+                                    ">=", "#", "[0.80,", "2.00]"]
+
+
 def make_var(name):
     return subprocess.run(["make", "-s", "-C", TESTS, f"print-{name}"],
                           capture_output=True, text=True,
