@@ -178,7 +178,7 @@ struct copa {
 	u8	round_slow_start:1,	/* this round began in slow start */
 		round_drop:1,		/* a loss with the queue low this round */
 		round_idle:1,		/* sending restarted after idle this round */
-		round_noise_seen:1,	/* round_noise_us has a sample */
+		round_sampled:1,	/* an RTT sample was taken this round */
 		quiet_rounds:3;		/* rounds not nearly empty, <= 7 */
 	u32	limit_rate;		/* rate of the last limited round */
 	u32	limit_cwnd;		/* its cwnd less queue, packets */
@@ -467,7 +467,7 @@ static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
 		ca->round_noise_us = max_t(u32, ca->round_noise_us,
 					   min(rtt - standing,
 					       (u32)COPA_NOISE_MAX_US));
-	ca->round_noise_seen = 1;
+	ca->round_sampled = 1;
 	copa_win_min_update(&ca->rtt_min, now, copa_rtt_min_keep_half(ca),
 			    rtt);
 	copa_win_min_update(&ca->rtt_standing, now, srtt / 4, rtt);
@@ -501,14 +501,13 @@ static inline void copa_update_rtt(struct copa *ca, const struct copa_ack *ack)
  */
 static inline void copa_update_noise(struct copa *ca)
 {
-	if (ca->round_noise_seen && !ca->round_slow_start) {
+	if (ca->round_sampled && !ca->round_slow_start) {
 		if (ca->round_noise_us > ca->noise_us)
 			ca->noise_us++;
 		else if (ca->round_noise_us < ca->noise_us)
 			ca->noise_us--;
 	}
 	ca->round_noise_us = 0;
-	ca->round_noise_seen = 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -673,8 +672,12 @@ static inline bool copa_loss_window_exceeded(struct copa *ca)
  * COPA_EMPTY_ROUNDS rounds in a row. A lone Copa empties its queue every
  * few rounds; a buffer-filler's queue comes down once per sawtooth (tens of
  * rounds for cubic), which must not end the mode. Rounds, not times, are
- * counted, so a mode of any length cannot wrap. When it ends, RTTmin counts
- * as just measured: its window was kept long meanwhile.
+ * counted, so a mode of any length cannot wrap. A round without an RTT
+ * sample tells nothing of the queue and counts for nothing: a NewReno
+ * sender in recovery can go rounds without one (a dupACK has no RTT, an
+ * ACK of a retransmission only a timestamp's, copa_rtt_usable()). When
+ * the mode ends, RTTmin counts as just measured: its window was kept long
+ * meanwhile.
  */
 static inline bool copa_competitor_gone(u8 empty_rounds)
 {
@@ -687,12 +690,14 @@ static inline bool copa_competitor_gone(u8 empty_rounds)
 
 static inline void copa_update_mode(struct copa *ca, u32 now)
 {
-	ca->empty_rounds = ca->empty_rounds << 1 | ca->empty_seen;
-	if (ca->empty_seen)
-		ca->quiet_rounds = 0;
-	else if (ca->quiet_rounds < COPA_QUIET_MAX)
-		ca->quiet_rounds++;
-	ca->empty_seen = 0;
+	if (ca->round_sampled) {
+		ca->empty_rounds = ca->empty_rounds << 1 | ca->empty_seen;
+		if (ca->empty_seen)
+			ca->quiet_rounds = 0;
+		else if (ca->quiet_rounds < COPA_QUIET_MAX)
+			ca->quiet_rounds++;
+		ca->empty_seen = 0;
+	}
 	if (!ca->competitive_on) {
 		ca->competitive = 0;
 	} else if (!ca->competitive) {
@@ -758,7 +763,9 @@ static inline u32 copa_velocity_cap(const struct copa *ca, u32 room)
 
 /*
  * v doubles each round once cwnd has moved the same way for
- * COPA_VELOCITY_ROUNDS rounds, up to half a window per round. While 1/delta
+ * COPA_VELOCITY_ROUNDS rounds, up to half a window per round. A round
+ * without an RTT sample moved cwnd on an older round's dq, which may be
+ * long out of date: v starts again at 1. While 1/delta
  * regrows after a loss reaction, v grows only while cwnd is below the
  * window the loss cut, by at most half the distance per round: the path
  * carried that window a few rounds ago, and passing it would overflow the
@@ -775,7 +782,7 @@ static inline void copa_update_velocity(struct copa *ca, u32 cwnd)
 		dir = COPA_DOWN;
 	ca->round_cwnd = cwnd;
 
-	if (dir == COPA_FLAT || dir != ca->dir) {
+	if (dir == COPA_FLAT || dir != ca->dir || !ca->round_sampled) {
 		ca->dir = dir;
 		ca->same_dir_rounds = 1;
 		ca->velocity = 1;
@@ -829,6 +836,7 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 	ca->round_ece = 0;
 	ca->round_drop = 0;
 	ca->round_idle = 0;
+	ca->round_sampled = 0;
 	copa_start_round(ca, ack);
 }
 

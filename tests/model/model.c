@@ -906,6 +906,7 @@ struct ack_info {
 	bool	sample;		/* a rate sample (seq delivered, timed) */
 	bool	rtt;		/* an RTT sample (seq not retransmitted) */
 	bool	tsopt;		/* else one from the timestamp echo, whole ms */
+	u32	ts_seq;		/* the packet whose timestamp is echoed */
 	u32	goodput;	/* packets delivered in order */
 };
 
@@ -1043,6 +1044,13 @@ static void ack_reno(struct sim *s, const struct ackrec *ar,
 					out - max(s->lost_out, 1U) : 0;
 		ai->rtt = !retrans;
 		ai->tsopt = retrans;
+		/*
+		 * The receiver echoes the timestamp of the packet that moved
+		 * its left edge (tcp_replace_ts_recent()), the one that
+		 * filled the hole at the old cumulative ACK, not the newest
+		 * it covers, which go-back-N resent moments ago.
+		 */
+		ai->ts_seq = s->ack_hi;
 		ai->goodput = n;
 		s->ack_hi = cum;
 		s->rto_backoff = 0;
@@ -1147,7 +1155,8 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 		 * by the timestamp its receiver echoes, the retransmission's,
 		 * in whole milliseconds (0 ms is no sample for Copa).
 		 */
-		rtt_us = (s32)((s->t - s->send_ps[i]) / PS_PER_MS) * 1000;
+		rtt_us = (s32)((s->t - s->send_ps[ai.ts_seq & s->ring_mask]) /
+			       PS_PER_MS) * 1000;
 	} else if (ai.rtt && !(c->no_sample_every &&
 			       s->ack_count % c->no_sample_every == 0)) {
 		rtt_us = max_t(s64, (s64)(s->t - s->send_ps[i]) /
@@ -2864,21 +2873,63 @@ static bool invalid_rate_samples(char *out, size_t len)
  * NewReno at 1 % random loss, 20 Mbit/s, 40 ms, 4 seeds of 4 s: every
  * slow start that ends keeps 1/4 of its window or more. Before issue 32:
  * 91 and 98 packets down to 2. (NewReno's delivery against SACK's on
- * the same runs: no_sack_random_loss_1pct_delivery.)
+ * the same link: no_sack_delivery().)
  */
-static void no_sack_loss_runs(double *worst, double *ratio, u32 *exits,
-			      char *out, size_t len)
+static void no_sack_loss_runs(double *worst, u32 *exits, char *out,
+			      size_t len)
 {
 	struct cfg c = mklink(20, 40, 1448, 500);
 	int n = 0;
 	u32 k;
 
 	*worst = 1;
-	*ratio = 2;
 	*exits = 0;
 	c.loss = 0.01;
 	c.duration_us = 4 * COPA_USEC_PER_SEC;
+	c.no_sack = true;
 	for (k = 0; k < 4; k++) {
+		struct result r;
+
+		c.seed = loss_seed(k);
+		run(&c, &r);
+		n += snprintf(out + n, len - n,
+			      "%sseed %u: NewReno %u -> %u, util %.3f (%u timeouts)",
+			      k ? "; " : "", k, r.ss_end_cwnd, r.ss_exit_cwnd,
+			      r.util, r.rtos);
+		*exits += r.ss_exits;
+		if (r.ss_exits)
+			*worst = fmin(*worst, r.ss_exit_worst);
+	}
+}
+
+/*
+ * NewReno's utilisation over SACK's on the same link and seed, for
+ * NO_SACK_SEEDS seeds of 4 s (1 % random loss, 20 Mbit/s, 40 ms): their
+ * mean, 10th percentile and minimum, and the mean timeouts per NewReno
+ * run.
+ */
+#define NO_SACK_SEEDS	100
+
+struct no_sack_delivery {
+	double	mean, p10, min, rtos;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void no_sack_delivery(struct no_sack_delivery *d)
+{
+	struct cfg c = mklink(20, 40, 1448, 500);
+	double ratio[NO_SACK_SEEDS], sum = 0;
+	u32 k, rtos = 0;
+
+	c.loss = 0.01;
+	c.duration_us = 4 * COPA_USEC_PER_SEC;
+	for (k = 0; k < NO_SACK_SEEDS; k++) {
 		struct result rs, rn;
 
 		c.seed = loss_seed(k);
@@ -2886,15 +2937,15 @@ static void no_sack_loss_runs(double *worst, double *ratio, u32 *exits,
 		run(&c, &rs);
 		c.no_sack = true;
 		run(&c, &rn);
-		n += snprintf(out + n, len - n,
-			      "%sseed %u: NewReno %u -> %u, util %.3f (%u timeouts), SACK %.3f",
-			      k ? "; " : "", k, rn.ss_end_cwnd, rn.ss_exit_cwnd,
-			      rn.util, rn.rtos, rs.util);
-		*exits += rn.ss_exits;
-		if (rn.ss_exits)
-			*worst = fmin(*worst, rn.ss_exit_worst);
-		*ratio = fmin(*ratio, rn.util / rs.util);
+		ratio[k] = rn.util / rs.util;
+		sum += ratio[k];
+		rtos += rn.rtos;
 	}
+	qsort(ratio, NO_SACK_SEEDS, sizeof(ratio[0]), cmp_double);
+	d->mean = sum / NO_SACK_SEEDS;
+	d->p10 = ratio[NO_SACK_SEEDS / 10];
+	d->min = ratio[0];
+	d->rtos = (double)rtos / NO_SACK_SEEDS;
 }
 
 /*
@@ -2936,11 +2987,11 @@ static bool slow_start_exit_random_loss(char *out, size_t len)
 
 static bool no_sack_random_loss_1pct(char *out, size_t len)
 {
-	double worst, ratio;
+	double worst;
 	u32 exits;
 	int n;
 
-	no_sack_loss_runs(&worst, &ratio, &exits, out, len);
+	no_sack_loss_runs(&worst, &exits, out, len);
 	n = strlen(out);
 	snprintf(out + n, len - n, "; worst exit %.3f of the window (>= %.2f)",
 		 worst, EXIT_MIN);
@@ -2948,25 +2999,46 @@ static bool no_sack_random_loss_1pct(char *out, size_t len)
 }
 
 /*
- * The same runs: NewReno delivers at least 0.9 of what SACK does. It
- * does not, after issue 32's fix either: a NewReno sender takes no RTT
- * sample from a dupACK, nor from an ACK that covers a retransmission
- * (Karn; a timestamp's sample is whole milliseconds, which Copa skips),
- * so under steady loss Copa sees no queue, its window grows without
- * bound, overflows the FIFO and times out (0.55 of SACK's delivery,
- * 1 timeout, in the first seed).
+ * A NewReno sender takes no RTT sample from a dupACK, nor a usable one
+ * from an ACK that covers a retransmission (Karn; the timestamp's is
+ * whole milliseconds, which Copa skips), so a long recovery leaves Copa
+ * rounds without a sample and a dq of the last one. Counted as rounds
+ * with a standing queue, they started competitive mode, whose 1/delta
+ * then grew every round (cwnd 119 -> 403 on a 138-packet path, then a
+ * timeout); with v doubling on them, a stale "empty" dq grew cwnd from
+ * 52 to 1044. Rounds without a sample now count for neither, and the
+ * delivery over NO_SACK_SEEDS seeds is at least NO_SACK_MEAN of SACK's
+ * on average and NO_SACK_P10 at the 10th percentile: 0.868 and 0.742,
+ * against 0.808 and 0.642 before.
+ */
+#define NO_SACK_MEAN	0.84
+#define NO_SACK_P10	0.70
+
+static bool no_sack_stale_rtt(char *out, size_t len)
+{
+	struct no_sack_delivery d;
+
+	no_sack_delivery(&d);
+	OUT("NewReno / SACK utilisation over %u seeds: mean %.3f (>= %.2f), 10th percentile %.3f (>= %.2f), min %.3f; %.2f timeouts per run",
+	    NO_SACK_SEEDS, d.mean, NO_SACK_MEAN, d.p10, NO_SACK_P10, d.min,
+	    d.rtos);
+	return d.mean >= NO_SACK_MEAN && d.p10 >= NO_SACK_P10;
+}
+
+/*
+ * Issue 32's goal: NewReno delivers within the SACK runs' spread, at
+ * least 0.9 of SACK's at the 10th percentile. Not met: the timeouts
+ * (a lost retransmission) and NewReno's one repair per round trip cost
+ * more than Copa's window can make up.
  */
 static bool no_sack_random_loss_1pct_delivery(char *out, size_t len)
 {
-	double worst, ratio;
-	u32 exits;
-	int n;
+	struct no_sack_delivery d;
 
-	no_sack_loss_runs(&worst, &ratio, &exits, out, len);
-	n = strlen(out);
-	snprintf(out + n, len - n, "; NewReno at least %.3f of SACK (>= 0.9)",
-		 ratio);
-	return ratio >= 0.9;
+	no_sack_delivery(&d);
+	OUT("NewReno / SACK utilisation over %u seeds: 10th percentile %.3f (>= 0.9), mean %.3f, min %.3f",
+	    NO_SACK_SEEDS, d.p10, d.mean, d.min);
+	return d.p10 >= 0.9;
 }
 
 /*
@@ -3214,6 +3286,7 @@ static const struct tcase cases[] = {
 	CASE(invalid_rate_samples),
 	CASE(no_sack_random_loss_1pct),
 	CASE(slow_start_exit_random_loss),
+	CASE(no_sack_stale_rtt),
 	PENDING(no_sack_random_loss_1pct_delivery),
 };
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
