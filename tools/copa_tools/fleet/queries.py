@@ -132,6 +132,10 @@ def _large(min_bytes):
 # judges a prefix by the connections its own policy served.
 NO_ARM = "ab_arm = ''"
 
+# The controller's groups are per prefix, cc and this: Copa's delta, -1
+# for a record without one.
+DELTA_KEY = "ifNull(copa_delta, -1)"
+
 
 def control_groups(source, start, end, min_bytes):
     """The controller's numbers per prefix, cc and Copa delta (delta_key:
@@ -141,7 +145,7 @@ def control_groups(source, start, end, min_bytes):
     base_rtt_q (min_rtt at p10, the path's RTT without a queue)."""
     large = f"{_large(min_bytes)} AND {NO_ARM}"
     return f"""SELECT peer_prefix, cc,
-    ifNull(copa_delta, -1) AS delta_key,
+    {DELTA_KEY} AS delta_key,
     uniqExact(host, cookie) AS connections,
     count() AS records,
     countIf({RATE_OK}) AS rate_records,
@@ -162,7 +166,7 @@ def control_retrans(source, start, end, min_bytes):
     count() AS connections,
     sum(retrans) / greatest(sum(acked), 1) AS retrans_overhead
 FROM (
-    SELECT peer_prefix, cc, ifNull(copa_delta, -1) AS delta_key,
+    SELECT peer_prefix, cc, {DELTA_KEY} AS delta_key,
         host, cookie,
         max(ifNull(bytes_acked, 0)) AS acked,
         max(ifNull(bytes_retrans, 0)) AS retrans
@@ -303,7 +307,7 @@ def _group(prefix, cc, delta):
     thousandths (the controller's unit), None for none."""
     milli = -1000 if delta is None else int(delta)
     return (f"peer_prefix = {_quote(prefix)} AND cc = {_quote(cc)} AND "
-            f"round(ifNull(copa_delta, -1) * 1000) = {milli} AND {NO_ARM}")
+            f"round({DELTA_KEY} * 1000) = {milli} AND {NO_ARM}")
 
 
 def group_records(source, prefix, cc, delta, start, end, min_bytes):
