@@ -672,12 +672,8 @@ static inline bool copa_loss_window_exceeded(struct copa *ca)
  * COPA_EMPTY_ROUNDS rounds in a row. A lone Copa empties its queue every
  * few rounds; a buffer-filler's queue comes down once per sawtooth (tens of
  * rounds for cubic), which must not end the mode. Rounds, not times, are
- * counted, so a mode of any length cannot wrap. A round without an RTT
- * sample tells nothing of the queue and counts for nothing: a NewReno
- * sender in recovery can go rounds without one (a dupACK has no RTT, an
- * ACK of a retransmission only a timestamp's, copa_rtt_usable()). When
- * the mode ends, RTTmin counts as just measured: its window was kept long
- * meanwhile.
+ * counted, so a mode of any length cannot wrap. When it ends, RTTmin counts
+ * as just measured: its window was kept long meanwhile.
  */
 static inline bool copa_competitor_gone(u8 empty_rounds)
 {
@@ -690,14 +686,12 @@ static inline bool copa_competitor_gone(u8 empty_rounds)
 
 static inline void copa_update_mode(struct copa *ca, u32 now)
 {
-	if (ca->round_sampled) {
-		ca->empty_rounds = ca->empty_rounds << 1 | ca->empty_seen;
-		if (ca->empty_seen)
-			ca->quiet_rounds = 0;
-		else if (ca->quiet_rounds < COPA_QUIET_MAX)
-			ca->quiet_rounds++;
-		ca->empty_seen = 0;
-	}
+	ca->empty_rounds = ca->empty_rounds << 1 | ca->empty_seen;
+	if (ca->empty_seen)
+		ca->quiet_rounds = 0;
+	else if (ca->quiet_rounds < COPA_QUIET_MAX)
+		ca->quiet_rounds++;
+	ca->empty_seen = 0;
 	if (!ca->competitive_on) {
 		ca->competitive = 0;
 	} else if (!ca->competitive) {

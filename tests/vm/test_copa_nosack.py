@@ -63,11 +63,10 @@ interrupt.
   with SACK 5.4 to 11.1, each run losing to timeouts): a NewReno sender
   takes few RTT samples under steady loss (none from a dupACK nor, by
   Karn, from an ACK that covers a retransmission), so Copa sees little of
-  the queue it builds. Since rounds without a sample neither count for
-  competitive mode nor double v, the model (no_sack_stale_rtt) finds 0.87
-  of SACK's delivery on average over 100 seeds, 0.74 at the 10th
-  percentile (0.81 and 0.64 before), and two runs of this test 0.63 and
-  0.71; issue 32's goal, 0.9 at the 10th percentile, waits
+  the queue it builds. Since a round without a sample restarts v at 1,
+  the model (no_sack_stale_rtt) finds 0.88 of SACK's delivery on average
+  over 100 seeds, 0.74 at the 10th percentile (0.81 and 0.64 before);
+  issue 32's goal, 0.9 at the 10th percentile, waits
   (no_sack_random_loss_1pct_delivery, pending). Cubic's runs are printed
   for context, not compared: one 5 s run of cubic without SACK moved
   1.4 to 5.3 Mbit/s, and copa without SACK 0.59 to 4.9 times that. The
