@@ -109,6 +109,16 @@ def ksft_ge(a, b, comment=""):
     _note_margin(a, b, comment)
 
 
+def ksft_fraction_ge(a, b, comment=""):
+    """ksft_ge() for a fraction whose best is 1 (a utilisation, a share
+    of events): what varies from run to run is its shortfall from 1, so
+    its margin line is the shortfall allowed over the shortfall seen,
+    (1 - b) / (1 - a). This project's, not upstream's."""
+    if not a >= b:
+        _fail("Check failed", repr(a), "<", repr(b), comment)
+    _note_margin(1 - b, 1 - a, comment)
+
+
 def _note_margin(a, b, comment):
     """Keep the smallest a / b of the check named ``comment``, for the
     "# margin" lines the case ends with (scripts/gates reads them across

@@ -107,6 +107,28 @@ def test_margins_are_printed_per_case_and_read_by_scripts_gates(tmp_path):
                                     ">=", "#", "[0.80,", "2.00]"]
 
 
+def test_fraction_margin_is_its_shortfall(tmp_path):
+    """ksft_fraction_ge(): checked as ksft_ge(), its margin line the
+    shortfall allowed over the shortfall seen."""
+    script = tmp_path / "t.py"
+    script.write_text(textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {TESTS!r})
+        from ksft import ksft_exit, ksft_fraction_ge, ksft_run
+        def a():
+            ksft_fraction_ge(0.95, 0.75, "utilisation")
+        def b():
+            ksft_fraction_ge(0.7, 0.75, "utilisation")
+        ksft_run([a, b])
+        ksft_exit()
+        """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True,
+                          text=True)
+    lines = proc.stdout.splitlines()
+    assert "# margin 5.000: utilisation (0.25 >= 0.05)" in lines
+    assert "ok 1 a" in lines and "not ok 2 b" in lines
+
+
 def make_var(name):
     return subprocess.run(["make", "-s", "-C", TESTS, f"print-{name}"],
                           capture_output=True, text=True,
