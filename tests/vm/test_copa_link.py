@@ -16,8 +16,11 @@ iperf3 flow of copa_tools.eval.lab sampled through sock_diag.
   0.259 in four traced ones. The bound is under half the lowest share
   since, and three times the share without the mode.
 - random_loss: 1% random loss on a 20 Mbit/s, 40 ms link. Copa alone moves
-  at least twice CUBIC's throughput alone (losses with the queue low are
-  not congestion to Copa; CUBIC halves on every loss).
+  at least LOSS_ADVANTAGE times CUBIC's throughput alone (losses with the
+  queue low are not congestion to Copa; CUBIC halves on every loss): 3.3
+  to 4.7 times in eight runs (copa 18.0 to 18.7 Mbit/s, cubic 4.0 to 5.7),
+  and the bound is under half the least; a Copa that backed off on
+  random loss as CUBIC does would move about what CUBIC moves.
 - light_loss_keeps_delta: 0.5% random loss on a 10 Mbit/s, 100 ms link
   (86-packet BDP, under half a loss per round), with loss_reaction=20: a
   round must lose more than 20 / 4 = 5% to raise delta, which this loss
@@ -46,7 +49,7 @@ LOSSY_LINK = Link(rate_mbit=20, rtt_ms=40, buffer_bdp=1, loss_pct=1)
 COMPETE_MIN_SHARE = 0.15        # of the link rate, competitive mode on
 COMPETE_GAIN = 2.0              # on / off, relative ...
 COMPETE_GAIN_MBIT = 1.0         # ... and absolute
-LOSS_ADVANTAGE = 2.0            # copa / cubic at 1% random loss
+LOSS_ADVANTAGE = 1.5            # copa / cubic at 1% random loss
 LIGHT_LOSS_LINK = Link(rate_mbit=10, rtt_ms=100, buffer_bdp=1, loss_pct=0.5)
 LIGHT_LOSS_REACTION = {"net.ipv4.tcp_copa.loss_reaction": "20"}
 LIGHT_LOSS_SETTLE = 1 / 3       # share of events until slow start is over
@@ -164,7 +167,8 @@ def random_loss():
     ksft_pr(f"throughput at 1% loss: copa {copa:.2f} Mbit/s, cubic "
             f"{cubic:.2f} Mbit/s, ratio "
             f"{copa / cubic if cubic else float('inf'):.2f}")
-    ksft_ge(copa, LOSS_ADVANTAGE * cubic, "copa >= 2x cubic at 1% loss")
+    ksft_ge(copa, LOSS_ADVANTAGE * cubic,
+            f"copa >= {LOSS_ADVANTAGE:g}x cubic at 1% loss")
 
 
 def light_loss_keeps_delta():
