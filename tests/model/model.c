@@ -2869,6 +2869,16 @@ static bool invalid_rate_samples(char *out, size_t len)
 	return ok && exits >= 8 && worst >= EXIT_MIN && ratio >= 0.95;
 }
 
+/* The NewReno cases' link: 1 % random loss, 20 Mbit/s, 40 ms, 4 s runs. */
+static struct cfg no_sack_link(void)
+{
+	struct cfg c = mklink(20, 40, 1448, 500);
+
+	c.loss = 0.01;
+	c.duration_us = 4 * COPA_USEC_PER_SEC;
+	return c;
+}
+
 /*
  * NewReno at 1 % random loss, 20 Mbit/s, 40 ms, 4 seeds of 4 s: every
  * slow start that ends keeps 1/4 of its window or more. Before issue 32:
@@ -2878,14 +2888,12 @@ static bool invalid_rate_samples(char *out, size_t len)
 static void no_sack_loss_runs(double *worst, u32 *exits, char *out,
 			      size_t len)
 {
-	struct cfg c = mklink(20, 40, 1448, 500);
+	struct cfg c = no_sack_link();
 	int n = 0;
 	u32 k;
 
 	*worst = 1;
 	*exits = 0;
-	c.loss = 0.01;
-	c.duration_us = 4 * COPA_USEC_PER_SEC;
 	c.no_sack = true;
 	for (k = 0; k < 4; k++) {
 		struct result r;
@@ -2923,12 +2931,10 @@ static int cmp_double(const void *a, const void *b)
 
 static void no_sack_delivery(struct no_sack_delivery *d)
 {
-	struct cfg c = mklink(20, 40, 1448, 500);
+	struct cfg c = no_sack_link();
 	double ratio[NO_SACK_SEEDS], sum = 0;
 	u32 k, rtos = 0;
 
-	c.loss = 0.01;
-	c.duration_us = 4 * COPA_USEC_PER_SEC;
 	for (k = 0; k < NO_SACK_SEEDS; k++) {
 		struct result rs, rn;
 
