@@ -83,7 +83,8 @@ def _fail(*args):
     """Record a failed check, print where, and let the case go on."""
     global KSFT_RESULT
     KSFT_RESULT = False
-    frame = inspect.stack()[2]
+    frame = next(f for f in inspect.stack()[1:]
+                 if f.filename != __file__)
     ksft_pr(f"At {frame.filename} line {frame.lineno}:")
     ksft_pr(*args)
 
@@ -103,20 +104,33 @@ def ksft_ne(a, b, comment=""):
         _fail("Check failed", repr(a), "==", repr(b), comment)
 
 
-def ksft_ge(a, b, comment=""):
+def ksft_ge(a, b, comment="", ideal=None):
+    """Check a >= b. ``ideal`` (this project's, not upstream's) is the
+    value a working build gives, where there is one (1 for a utilisation
+    or a ratio of rates, a mechanism's constant): the margin line is then
+    the deviation from it the bound allows over the deviation seen, since
+    that deviation is what varies from run to run."""
     if not a >= b:
         _fail("Check failed", repr(a), "<", repr(b), comment)
-    _note_margin(a, b, comment)
+    if ideal is None:
+        _note_margin(a, b, comment)
+    else:
+        _note_margin(*_deviations(a, b, ideal), comment)
 
 
-def ksft_fraction_ge(a, b, comment=""):
-    """ksft_ge() for a fraction whose best is 1 (a utilisation, a share
-    of events): what varies from run to run is its shortfall from 1, so
-    its margin line is the shortfall allowed over the shortfall seen,
-    (1 - b) / (1 - a). This project's, not upstream's."""
-    if not a >= b:
-        _fail("Check failed", repr(a), "<", repr(b), comment)
-    _note_margin(1 - b, 1 - a, comment)
+def _deviations(a, b, ideal):
+    """(allowed, seen): how far the bound and the value of the check
+    a >= b lie from ``ideal``. The value is on the ideal's side of the
+    bound: a below the ideal, or b above it. A value at the ideal, or
+    past it away from the bound, counts as a thousandth of what is
+    allowed."""
+    if a <= ideal:
+        allowed, seen = ideal - b, ideal - a
+    elif b >= ideal:
+        allowed, seen = a - ideal, b - ideal
+    else:
+        allowed, seen = a - b, 0
+    return allowed, max(seen, allowed / 1000)
 
 
 def _note_margin(a, b, comment):

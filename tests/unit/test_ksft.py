@@ -107,18 +107,22 @@ def test_margins_are_printed_per_case_and_read_by_scripts_gates(tmp_path):
                                     ">=", "#", "[0.80,", "2.00]"]
 
 
-def test_fraction_margin_is_its_shortfall(tmp_path):
-    """ksft_fraction_ge(): checked as ksft_ge(), its margin line the
-    shortfall allowed over the shortfall seen."""
+def test_margin_near_an_ideal_is_its_deviation(tmp_path):
+    """ksft_ge(..., ideal=I): checked as ksft_ge(), its margin line the
+    deviation from I the bound allows over the deviation seen, for a lower
+    bound and an upper one; a value at I counts a thousandth; a failed
+    check is reported at the test's line, not ksft's."""
     script = tmp_path / "t.py"
     script.write_text(textwrap.dedent(f"""\
         import sys
         sys.path.insert(0, {TESTS!r})
-        from ksft import ksft_exit, ksft_fraction_ge, ksft_run
+        from ksft import ksft_exit, ksft_ge, ksft_run
         def a():
-            ksft_fraction_ge(0.95, 0.75, "utilisation")
+            ksft_ge(0.95, 0.75, "utilisation", ideal=1)
+            ksft_ge(1.25, 1.1, "rate after idle", ideal=1)
+            ksft_ge(1.25, 0.9, "rate below", ideal=1)
         def b():
-            ksft_fraction_ge(0.7, 0.75, "utilisation")
+            ksft_ge(0.7, 0.75, "utilisation", ideal=1)
         ksft_run([a, b])
         ksft_exit()
         """))
@@ -126,6 +130,9 @@ def test_fraction_margin_is_its_shortfall(tmp_path):
                           text=True)
     lines = proc.stdout.splitlines()
     assert "# margin 5.000: utilisation (0.25 >= 0.05)" in lines
+    assert "# margin 2.500: rate after idle (0.25 >= 0.1)" in lines
+    assert "# margin 1000.000: rate below (0.35 >= 0.00035)" in lines
+    assert f"# At {script} line 9:" in lines
     assert "ok 1 a" in lines and "not ok 2 b" in lines
 
 

@@ -103,6 +103,7 @@ CUBIC_RUNS = 1
 NO_SACK = {"net.ipv4.tcp_sack": "0"}
 EXIT_FROM = 8               # packets: smaller windows end at the floor
 EXIT_MIN = 0.25             # of the window slow start ended from
+EXIT_KEEPS = 0.5            # of it, what the exit keeps (or the delivered)
 LOSS_CUT = 0.9              # an end that leaves less of it is on a loss
 NOSACK_VS_SACK = 0.12       # copa without SACK / copa with SACK (seen 0.25+)
 COUNTERS = ("TCPTimeouts", "TCPSackRecovery", "TCPRenoRecovery")
@@ -227,7 +228,8 @@ def slow_start_exit_newreno():
     for before, after in lossy:
         ksft_ge(after, EXIT_MIN * before,
                 f"slow start from {before} packets keeps {EXIT_MIN:g} of "
-                f"them")
+                f"them",
+                ideal=EXIT_KEEPS * before)
 
 
 def slow_start_exits_random_loss():
@@ -249,7 +251,8 @@ def slow_start_exits_random_loss():
     for _, before, after in exits[True] + exits[False]:
         ksft_ge(after, EXIT_MIN * before,
                 f"slow start from {before} packets keeps {EXIT_MIN:g} of "
-                f"them")
+                f"them",
+                ideal=EXIT_KEEPS * before)
 
 
 def mean_mbit(runs):
