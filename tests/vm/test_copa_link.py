@@ -7,14 +7,15 @@ iperf3 flow of copa_tools.eval.lab sampled through sock_diag.
 
 - competitive: one copa and one cubic flow share a 12 Mbit/s, 40 ms link
   with a 2 BDP FIFO. With competitive mode on (the default) copa gets at
-  least 15% of the link, and at least twice (and 1 Mbit/s more than)
+  least 12% of the link, and at least twice (and 1 Mbit/s more than)
   what it gets with net.ipv4.tcp_copa.competitive=0 (3 to 5%). Since
   competitive mode keeps RTTmin (copa.rst, "RTTmin while competing"),
   fifteen runs on 2026-11-24 gave 0.349 to 0.527 (five with the final
   algorithm: 0.359 to 0.457). Before, RTTmin's 10 s window expired onto
   cubic's queue and shares were 0.20 to 0.49 over twenty runs, 0.247 to
-  0.259 in four traced ones. The bound is under half the lowest share
-  since, and three times the share without the mode.
+  0.259 in four traced ones; the gate runs of issue 33 (results/gates)
+  0.267 to 0.46. The bound is under half the lowest share since, and
+  three times the share without the mode.
 - random_loss: 1% random loss on a 20 Mbit/s, 40 ms link. Copa alone moves
   at least LOSS_ADVANTAGE times CUBIC's throughput alone (losses with the
   queue low are not congestion to Copa; CUBIC halves on every loss): 3.3
@@ -46,7 +47,7 @@ from ksft import KsftFailEx, copa_traced, ksft_ge, ksft_pr, \
 RUN_S = 20
 COMPETE_LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=2)
 LOSSY_LINK = Link(rate_mbit=20, rtt_ms=40, buffer_bdp=1, loss_pct=1)
-COMPETE_MIN_SHARE = 0.15        # of the link rate, competitive mode on
+COMPETE_MIN_SHARE = 0.12        # of the link rate, competitive mode on
 COMPETE_GAIN = 2.0              # on / off, relative ...
 COMPETE_GAIN_MBIT = 1.0         # ... and absolute
 LOSS_ADVANTAGE = 1.5            # copa / cubic at 1% random loss

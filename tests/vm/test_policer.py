@@ -28,8 +28,9 @@ flow's duration.
   average goodput) within REGAIN_S. A hold lasts up to 255 rounds (10.5 s
   at 41 ms) once probes keep meeting the policer, so the flow finds the
   policer gone at its next probe, up to 10.5 s later, and then climbs in
-  about 1.5 s: at most 12 s, and REGAIN_S leaves 3 s for TCG's jitter
-  (2.5 to 12.5 s in five runs at 1cd8eb0).
+  about 1.5 s: at most 12 s, and REGAIN_S leaves 8 s for TCG's jitter
+  (2.5 to 12.5 s in five runs at 1cd8eb0, 7.3 to 8.4 s in the five gate
+  runs of issue 33 at 15 s). A hold that never ends never regains.
 """
 
 import os
@@ -52,7 +53,7 @@ POLICED_LINK = POLICED_LINKS["4 of 20 Mbit/s"]
 POLICED_OVERHEAD = 6.0          # copa_policer / cubic retransmissions
 POLICED_GOODPUT = 0.40          # copa_policer goodput / the policed rate
 REMOVE_AT_S = 10
-REGAIN_S = 15
+REGAIN_S = 20
 REGAIN_SHARE = 0.80             # of the link rate
 REGAIN_AVERAGE_S = 1.0
 MODE_POLICED = params.load().mode("policed")
