@@ -1377,6 +1377,7 @@ static void run(const struct cfg *c, struct result *r)
 		fail("out of memory");
 	s.meas_from = c->measure_from_us * PS_PER_US;
 	s.tokens = c->police_burst;
+	s.sh_tokens = c->shaper_burst;	/* an idle link's buckets are full */
 	s.app_write_at = c->chunk_pkts ? 0 : NEVER;
 	s.rto_at = NEVER;
 
@@ -1538,6 +1539,51 @@ STEADY(delta_0_5_random_loss, 100, 20, 1448, 500, 300, c.loss = 0.001)
 STEADY(rtt_samples_missing_and_whole_ms, 100, 40, 1448, 500, 300,
        (c.no_sample_every = 7, c.whole_ms_every = 5))
 
+
+/*
+ * A tbf-shaped link whose base RTT is shorter than a packet's time (a
+ * shaped LAN, a nearby server): the first packets pass the full bucket at
+ * line rate, so RTTmin lacks even a packet's serialization, and a lone
+ * Copa at its floor of two packets reads one in service and one queued
+ * above it. Its own-queue bound must cover both (copa_own_queue_us()):
+ * bounded by one packet, it went competitive and filled the 200 ms FIFO
+ * (qdelay 67 to 143 ms, 23 to 124 packets). Here: no ACK in competitive
+ * mode, utilisation at least 0.95 and a mean queue of at most four
+ * packets over the last two thirds of 30 s, delta 0.5.
+ */
+static bool shaped_link_short_rtt(char *out, size_t len)
+{
+	static const double links[][2] = {	/* Mbit/s, base RTT ms */
+		{ 2, 0.05 }, { 2, 5.05 }, { 10, 0.05 }, { 10, 1.05 },
+		{ 100, 0.05 },
+	};
+	bool ok = true;
+	int n = 0;
+	u32 k;
+
+	for (k = 0; k < sizeof(links) / sizeof(links[0]); k++) {
+		struct cfg c = mklink(links[k][0], links[k][1], 1448, 500);
+		double pkt_us = (c.mss + 66) * 8e6 / c.rate_bps;
+		struct result r;
+		bool good;
+
+		c.fifo = (u32)(0.2e6 / pkt_us) + 1;	/* 200 ms */
+		c.shaper_burst = 2 * (c.mss + 66);	/* two frames */
+		c.duration_us = 30000000;
+		c.measure_from_us = 10000000;
+		run(&c, &r);
+		good = !r.competitive_acks && r.util >= 0.95 &&
+		       r.qdelay_us <= 4 * pkt_us;
+		ok &= good;
+		n += snprintf(out + n, len - n,
+			      "%s%g Mbit/s %g ms: util %.3f qdelay %.1f pkts, %llu ACKs competitive%s",
+			      k ? "; " : "", links[k][0], links[k][1], r.util,
+			      r.qdelay_us / pkt_us,
+			      (unsigned long long)r.competitive_acks,
+			      good ? "" : " FAIL");
+	}
+	return ok;
+}
 
 /*
  * A household up-link of the cheapest price group (unit 213524: 0.615
@@ -3250,6 +3296,7 @@ static const struct tcase cases[] = {
 	CASE(delta_0_1_ack_every_2),
 	CASE(delta_0_5_random_loss),
 	CASE(household_up_0_6_mbit),
+	CASE(shaped_link_short_rtt),
 	CASE(rtt_samples_missing_and_whole_ms),
 	CASE(step_down_x4_100mbit),
 	CASE(step_up_x4_100mbit),
