@@ -45,8 +45,12 @@ interrupt.
   times each, for context (NewReno's recovery costs any congestion
   control throughput), each RUN_S seconds. In every copa run every end of
   slow start from EXIT_FROM packets or more keeps at least EXIT_MIN of
-  the window (the model's bound, tests/model, no_sack_random_loss_1pct),
-  and the runs without SACK did NewReno recovery and no SACK recovery.
+  the window, and the runs without SACK did NewReno recovery and no SACK
+  recovery. EXIT_MIN is an eighth, EXIT_FROM 20 packets: the collapse
+  this catches leaves 2 packets, under an eighth of 20, while an exit in
+  the first rounds keeps what the round delivered, which can be under
+  half (52 to 15, 0.29, with SACK in a CI-style run of b81e387; the
+  model's worst in 1000 runs each way is 0.345).
   Most ends are on the queue, so this catches the old code only in some
   runs (three of four with the modules of efce81c). A loss in the first
   two rounds cut 22 packets to 4 with SACK in a CI-style run of ecc93f2:
@@ -101,9 +105,8 @@ SHALLOW_RUN_S = 3
 COPA_RUNS = 3
 CUBIC_RUNS = 1
 NO_SACK = {"net.ipv4.tcp_sack": "0"}
-EXIT_FROM = 8               # packets: smaller windows end at the floor
-EXIT_MIN = 0.25             # of the window slow start ended from
-EXIT_KEEPS = 0.5            # of it, what the exit keeps (or the delivered)
+EXIT_FROM = 20              # packets: the floor of 2 is under EXIT_MIN
+EXIT_MIN = 0.125            # of the window slow start ended from
 LOSS_CUT = 0.9              # an end that leaves less of it is on a loss
 NOSACK_VS_SACK = 0.12       # copa without SACK / copa with SACK (seen 0.25+)
 COUNTERS = ("TCPTimeouts", "TCPSackRecovery", "TCPRenoRecovery")
@@ -228,8 +231,7 @@ def slow_start_exit_newreno():
     for before, after in lossy:
         ksft_ge(after, EXIT_MIN * before,
                 f"slow start from {before} packets keeps {EXIT_MIN:g} of "
-                f"them",
-                ideal=EXIT_KEEPS * before)
+                f"them")
 
 
 def slow_start_exits_random_loss():
@@ -251,8 +253,7 @@ def slow_start_exits_random_loss():
     for _, before, after in exits[True] + exits[False]:
         ksft_ge(after, EXIT_MIN * before,
                 f"slow start from {before} packets keeps {EXIT_MIN:g} of "
-                f"them",
-                ideal=EXIT_KEEPS * before)
+                f"them")
 
 
 def mean_mbit(runs):
