@@ -330,25 +330,20 @@ static inline u32 copa_pkt_us(const struct copa_ack *ack)
 /*
  * The queue Copa itself keeps at 1/delta = @inv (COPA_UNIT scale): @inv
  * packets (at least one) of srtt / cwnd each (Little's law), but at most
- * max(RTTmin / 2, two packets' time - RTTmin / 2). A buffer-filler
- * squeezes Copa's window until srtt / cwnd far exceeds a bottleneck
- * packet's time; the bound keeps the estimate from growing with it.
- * Where RTTmin is under two packets' time (a BDP under two packets) the
- * second term holds: a lone Copa at its floor of two packets, one in
- * service and one queued, must still read as its own, and RTTmin may
- * lack even the one in service, since a token-bucket shaper passes the
- * first packet after an idle moment at line rate. The terms meet at
- * RTTmin = two packets' time.
+ * max(RTTmin / 2, one packet's time). A buffer-filler squeezes Copa's
+ * window until srtt / cwnd far exceeds a bottleneck packet's time; the
+ * bound keeps the estimate from growing with it. Below a BDP of two
+ * packets one packet's time is more than RTTmin / 2, and a lone Copa's one
+ * queued packet must still read as its own.
  */
 static inline u32 copa_own_queue_us(const struct copa *ca,
 				    const struct copa_ack *ack, u32 inv)
 {
 	u64 own = div64_u64((u64)copa_srtt(ack) * max(inv, COPA_UNIT),
 			    (u64)max(ack->cwnd, 1U) << COPA_SHIFT);
-	s64 half = copa_win_min(&ca->rtt_min) / 2;
 
 	return min_t(u64, own,
-		     max_t(s64, half, 2 * (s64)copa_pkt_us(ack) - half));
+		     max(copa_win_min(&ca->rtt_min) / 2, copa_pkt_us(ack)));
 }
 
 /*
