@@ -8,6 +8,7 @@ TOOLS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..",
                                      "tools"))
 sys.path.insert(0, TOOLS)
 
+import importlib.machinery  # noqa: E402
 import importlib.util  # noqa: E402
 
 import pytest  # noqa: E402
@@ -26,3 +27,13 @@ def pytest_configure(config):
 
 needs_matplotlib = pytest.mark.skipif(
     not HAVE_MATPLOTLIB, reason="matplotlib is missing (run scripts/deps)")
+
+
+def load_script(name, path):
+    """Import the script at @path (no .py) as a fresh module."""
+    loader = importlib.machinery.SourceFileLoader(
+        name.replace("-", "_") + "_under_test", path)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module

@@ -1,18 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
 """scripts/ab-bench: when an A/B estimate agrees with the reference, and
 bad arguments refused before anything is set up."""
-import importlib.util
 import os
 import subprocess
 import sys
-from importlib.machinery import SourceFileLoader
+
+from conftest import load_script
 
 PATH = os.path.join(os.path.dirname(__file__), "..", "..", "scripts",
                     "ab-bench")
-LOADER = SourceFileLoader("ab_bench", PATH)
-BENCH = importlib.util.module_from_spec(
-    importlib.util.spec_from_loader("ab_bench", LOADER))
-LOADER.exec_module(BENCH)
+BENCH = load_script("ab-bench", PATH)
 
 
 def test_agreement_is_sign_and_size():

@@ -1,16 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """scripts/bpf-bench --perf: which samples count for a congestion
 control."""
-import importlib.util
 import os
-from importlib.machinery import SourceFileLoader
+
+from conftest import load_script
 
 PATH = os.path.join(os.path.dirname(__file__), "..", "..", "scripts",
                     "bpf-bench")
-LOADER = SourceFileLoader("bpf_bench", PATH)
-BENCH = importlib.util.module_from_spec(
-    importlib.util.spec_from_loader("bpf_bench", LOADER))
-LOADER.exec_module(BENCH)
+BENCH = load_script("bpf-bench", PATH)
 
 # perf script -F ip,sym: an empty header line, then one frame per line.
 SCRIPT = """

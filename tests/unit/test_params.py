@@ -5,7 +5,6 @@ theirs from copa_tools.params (a range changed in the table changes what
 they accept), the parser refuses what it does not know, and the packages
 ship the header wherever something includes it."""
 import errno
-import importlib.machinery
 import importlib.util
 import json
 import os
@@ -16,6 +15,7 @@ import sys
 
 import pytest
 
+from conftest import load_script
 from copa_tools import bpf as copa_bpf
 from copa_tools import kernel_log, params
 from copa_tools.eval import variants
@@ -96,16 +96,6 @@ def load_fresh(name):
     spec = importlib.util.find_spec(name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
-
-
-def load_script(name, path):
-    """Import the script at @path (no .py) as a fresh module."""
-    loader = importlib.machinery.SourceFileLoader(
-        name.replace("-", "_") + "_under_test", path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
     return module
 
 

@@ -6,15 +6,13 @@ import signal
 import subprocess
 import sys
 import time
-from importlib.machinery import SourceFileLoader
-from importlib.util import module_from_spec, spec_from_loader
 
 import pytest
 
+from conftest import load_script
+
 RUN_VM = os.path.join(os.path.dirname(__file__), "..", "run-vm")
-_LOADER = SourceFileLoader("run_vm", RUN_VM)
-run_vm = module_from_spec(spec_from_loader("run_vm", _LOADER))
-_LOADER.exec_module(run_vm)
+run_vm = load_script("run-vm", RUN_VM)
 
 
 def test_repeat_names_each_run():

@@ -5,17 +5,14 @@ end of --timeout gets the vCPUs' stacks printed and the VM stopped."""
 import os
 import subprocess
 import time
-from importlib.machinery import SourceFileLoader
-from importlib.util import module_from_spec, spec_from_loader
 
 import pytest
 
+from conftest import load_script
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VM_RUN = os.path.join(ROOT, "scripts", "vm-run")
-_LOADER = SourceFileLoader("vm_watch", os.path.join(ROOT, "scripts",
-                                                    "vm-watch"))
-vm_watch = module_from_spec(spec_from_loader("vm_watch", _LOADER))
-_LOADER.exec_module(vm_watch)
+vm_watch = load_script("vm-watch", os.path.join(ROOT, "scripts", "vm-watch"))
 
 KALLSYMS = """\
 ffffffff81000000 T _stext
