@@ -14,8 +14,10 @@ their spread, are make bench's (the demo link).
 
 - low_delay: copa reaches >= 60% link utilisation, and its mean
   queueing delay is <= 1/3 of CUBIC's (CUBIC fills the 4 BDP FIFO).
-- delta_dial: delta 0.8 queues less than delta 0.1 (about 1.25 against
-  10 packets): at most half the delay, and at least 2 ms less.
+- delta_dial: delta 0.8 queues less than delta 0.1. Copa's standing
+  queue is 1/delta packets, so the two queues differ by 10 - 1.25 =
+  8.75 frames (8.8 ms) whatever the guest adds to both: the gap must be
+  at least half of that. A dial that did nothing would leave no gap.
 - policer_transparent: with no policer on the path, copa_policer meets
   low_delay's bounds too and never enters the policed mode (4): the mode
   is sampled every 100 ms and a hold lasts 48 rounds (~2 s).
@@ -29,12 +31,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_copa_link import Flow, Link, run_once  # noqa: E402
 from ksft import ksft_exit, ksft_ge, ksft_pr, ksft_run  # noqa: E402
 from copa_tools import params  # noqa: E402
+from copa_tools.eval.lab import FRAME_BYTES  # noqa: E402
+from copa_tools.eval.metrics import serialization_ms  # noqa: E402
 
 LOW_DELAY_LINK = Link(rate_mbit=12, rtt_ms=40, buffer_bdp=4)
 MIN_UTILISATION = 0.60
 DELAY_RATIO = 1 / 3             # copa / cubic queueing delay
-DELTA_RATIO = 0.5               # delay at delta 0.8 / delay at delta 0.1
-DELTA_GAP_MS = 2.0              # and at least this much lower
+DIAL_DELTAS = (0.1, 0.8)
+DIAL_GAP_SHARE = 0.5            # of the difference in target queues
 MODE_POLICED = params.load().mode("policed")
 
 
@@ -76,13 +80,19 @@ def low_delay():
 
 
 def delta_dial():
-    """A larger delta means a shorter queue."""
-    d_small = queue_delay_ms(alone("copa", "0.1"))
-    d_large = queue_delay_ms(alone("copa", "0.8"))
-    ksft_pr(f"mean queueing delay: delta 0.1 {d_small:.2f} ms, delta 0.8 "
-            f"{d_large:.2f} ms")
-    ksft_ge(min(DELTA_RATIO * d_small, d_small - DELTA_GAP_MS), d_large,
-            "delta 0.8 queues less than delta 0.1")
+    """A larger delta means a shorter queue, by the difference in 1/delta
+    packets."""
+    small, large = DIAL_DELTAS
+    d_small = queue_delay_ms(alone("copa", str(small)))
+    d_large = queue_delay_ms(alone("copa", str(large)))
+    target_gap = (1 / small - 1 / large) * serialization_ms(
+        FRAME_BYTES, LOW_DELAY_LINK.rate_mbit)
+    ksft_pr(f"mean queueing delay: delta {small} {d_small:.2f} ms, delta "
+            f"{large} {d_large:.2f} ms, target queues {target_gap:.2f} ms "
+            f"apart")
+    ksft_ge(d_small - d_large, DIAL_GAP_SHARE * target_gap,
+            "queue at the smaller delta longer by its target's excess",
+            ideal=target_gap)
 
 
 def policer_transparent():
