@@ -29,14 +29,16 @@ CONNS = 40
 SAMPLES = 12
 
 
-def synthetic():
+def synthetic(paths=PATHS):
     """Records of CONNS connections per path, SAMPLES samples each 10 s
     apart and a final one; every fourth sample app-limited with a tiny
-    rate, and some without tcp_info's newer fields (NULL)."""
+    rate, and some without tcp_info's newer fields (NULL). A path's
+    min_rtt is half its srtt unless given as a fourth figure."""
     rng = random.Random(1)
     cookie = 0
     out = []
-    for (prefix, cc), (srtt, rate, retr) in PATHS.items():
+    for (prefix, cc), (srtt, rate, retr, *base) in paths.items():
+        min_rtt = base[0] if base else srtt // 2
         for _ in range(CONNS):
             cookie += 1
             acked = rng.randint(10**5, 10**7)
@@ -49,7 +51,7 @@ def synthetic():
                      "peer_prefix": prefix, "cc": cc, "ab_arm": "",
                      "age_ms": 10_000 * i,
                      "srtt_us": int(rng.lognormvariate(0, 0.3) * srtt),
-                     "min_rtt_us": srtt // 2,
+                     "min_rtt_us": min_rtt,
                      "bytes_acked": acked * (i + 1) // (SAMPLES + 1),
                      "bytes_retrans": int(acked * (i + 1) // (SAMPLES + 1)
                                           * retr / 100)}
@@ -189,6 +191,7 @@ def test_report_cli(state, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "## Per peer prefix and congestion control" in r.stdout
     assert "| 198.51.100.0/24 | copa |" in r.stdout
+    assert "## Peer prefixes by their paths" in r.stdout
     with open(tmp_path / "csv" / "by_cc.csv") as f:
         assert [row["cc"] for row in csv.DictReader(f)] == ["copa", "cubic"]
     assert sorted(os.listdir(tmp_path / "png")) == \
@@ -201,3 +204,32 @@ def test_report_cli_errors(state, tmp_path):
     assert "copa-fleet report: baseline 'bbr' has no records" in r.stderr
     r = cli("report", "--state-dir", str(tmp_path))
     assert r.returncode == 1 and "no records under" in r.stderr
+
+
+# The four links of the fleet tests under cubic, as (srtt, rate,
+# retransmitted %, min_rtt): policed (high loss at low delay), bloated
+# (a queue twice the base RTT), lossy (random loss at low delay), clean.
+LINKS = {("10.90.0.0/24", "cubic"): (120_000, 1.9e6, 0.1, 40_000),
+         ("10.90.1.0/24", "cubic"): (62_000, 2.9e6, 6.0, 60_000),
+         ("10.90.2.0/24", "cubic"): (63_000, 5e6, 1.0, 60_000),
+         ("10.90.3.0/24", "cubic"): (25_000, 7.8e6, 0.1, 20_000),
+         ("10.90.3.0/24", "copa"): (21_000, 7.5e6, 0.0, 20_000)}
+
+
+def test_paths_rank_the_links(tmp_path, engine):
+    """The paths table reads each prefix under the baseline, signs it as
+    the controller's entry rules would, and puts the signed ones first."""
+    s = store.JsonlStore(str(tmp_path / "records"), "h")
+    s.write(synthetic(LINKS))
+    s.close()
+    files = store.snapshot(str(tmp_path / "records"), str(tmp_path))
+    rows = report.paths(engine, queries.file_source(files), 0, 2**32 - 1,
+                        "cubic")
+    assert [(r["peer_prefix"], r["cc"], r["path"]) for r in rows] == [
+        ("10.90.1.0/24", "cubic", "policed+lossy"),
+        ("10.90.0.0/24", "cubic", "bloated"),
+        ("10.90.2.0/24", "cubic", "lossy"),
+        ("10.90.3.0/24", "cubic", None)]
+    assert rows[0]["why"].startswith("retransmitted 6")
+    assert 1.5 < rows[1]["qdelay_ratio"] < 2.5
+    assert all(r["connections"] == CONNS for r in rows)

@@ -264,35 +264,46 @@ def _pct(v):
     return "-" if v is None else f"{100 * v:.2g}%"
 
 
-def enter_rule(n, cfg, available):
-    """The first entry rule, of policed, bloated and lossy in that order,
-    that holds for ``n`` (Numbers under the host default) and whose cc
-    the host has (``available``): (rule, Policy, why), or None."""
+PATH_SIGNS = ("policed", "bloated", "lossy")     # enter_rule's order
+
+
+def path_signs(n, cfg):
+    """The entry rules whose condition on the path holds for ``n``
+    (Numbers), in PATH_SIGNS' order: [(rule, why)]. None without the
+    numbers the rules read."""
     ratio, q, retrans = n.qdelay_ratio, n.qdelay_ms, n.retrans
     if ratio is None or retrans is None or n.rate_p50 is None:
         return None
-    slow = n.rate_p50 < cfg.slow_mbps * 1e6
-    delta = cfg.delta_slow if slow else cfg.delta_fast
-    speed = (f"median rate {n.rate_p50 / 1e6:.3g} Mbit/s "
-             f"{'<' if slow else '>='} {cfg.slow_mbps:g}")
+    low = f"at queueing delay {ratio:.2f} <= {cfg.low_delay:g} x base RTT"
+    signs = []
     if retrans >= cfg.policed_enter and ratio <= cfg.low_delay:
-        cc = next((c for c in ("copa_policer", "bbr") if c in available),
-                  None)
-        if cc:
-            return ("policed", Policy(cc), f"retransmitted {_pct(retrans)}"
-                    f" >= {_pct(cfg.policed_enter)} at queueing delay "
-                    f"{ratio:.2f} <= {cfg.low_delay:g} x base RTT")
-    if ratio >= cfg.bloat_enter and q >= cfg.bloat_min_ms \
-            and "copa" in available:
-        return ("bloated", Policy("copa", delta),
-                f"queueing delay {q:.3g} ms = {ratio:.2f} >= "
-                f"{cfg.bloat_enter:g} x base RTT; {speed}")
-    if retrans >= cfg.lossy_enter and ratio <= cfg.low_delay \
-            and "copa" in available:
-        return ("lossy", Policy("copa", delta),
-                f"retransmitted {_pct(retrans)} >= {_pct(cfg.lossy_enter)}"
-                f" at queueing delay {ratio:.2f} <= {cfg.low_delay:g} x "
-                f"base RTT; {speed}")
+        signs.append(("policed", f"retransmitted {_pct(retrans)} >= "
+                      f"{_pct(cfg.policed_enter)} {low}"))
+    if ratio >= cfg.bloat_enter and q >= cfg.bloat_min_ms:
+        signs.append(("bloated", f"queueing delay {q:.3g} ms = "
+                      f"{ratio:.2f} >= {cfg.bloat_enter:g} x base RTT"))
+    if retrans >= cfg.lossy_enter and ratio <= cfg.low_delay:
+        signs.append(("lossy", f"retransmitted {_pct(retrans)} >= "
+                      f"{_pct(cfg.lossy_enter)} {low}"))
+    return signs
+
+
+def enter_rule(n, cfg, available):
+    """The first rule of path_signs() that holds for ``n`` (Numbers under
+    the host default) and whose cc the host has (``available``): (rule,
+    Policy, why), or None."""
+    for rule, why in path_signs(n, cfg) or ():
+        if rule == "policed":
+            cc = next((c for c in ("copa_policer", "bbr")
+                       if c in available), None)
+            if cc:
+                return (rule, Policy(cc), why)
+        elif "copa" in available:
+            slow = n.rate_p50 < cfg.slow_mbps * 1e6
+            delta = cfg.delta_slow if slow else cfg.delta_fast
+            return (rule, Policy("copa", delta),
+                    f"{why}; median rate {n.rate_p50 / 1e6:.3g} Mbit/s "
+                    f"{'<' if slow else '>='} {cfg.slow_mbps:g}")
     return None
 
 

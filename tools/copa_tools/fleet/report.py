@@ -6,16 +6,19 @@ on any engine (``engine.rows(sql)``).
 Tables (Markdown or CSV): delivery rate at the median, p10 and p1 (not
 application-limited), srtt and min_rtt at p50, p75, p90, p95 and p99,
 retransmission overhead (bytes retransmitted / bytes acked), and each
-cc's RTT reduction at each percentile against a baseline cc. Plots
+cc's RTT reduction at each percentile against a baseline cc, and the
+peer prefixes by their paths, worst first, as copa-fleet control reads
+them (high loss at low delay, a policer's mark; a standing queue). Plots
 (matplotlib): CDFs per cc, the worst prefixes over time, delivery rate
 against RTT per prefix (high loss at low delay is a policer's mark).
 """
 
 import csv
+import dataclasses
 import io
 import os
 
-from . import queries
+from . import control, queries
 
 RATE_NAMES = tuple(f"rate_p{round(q * 100)}_mbps"
                    for q in queries.RATE_LEVELS)
@@ -118,11 +121,47 @@ def to_csv(rows):
     return out.getvalue()
 
 
+def _path_key(row):
+    """Worst first: the prefixes with a path sign in the order the
+    controller acts on them, each group by the figure that signed it;
+    then the rest by queueing delay."""
+    signs = (row["path"] or "").split("+")
+    rank = min((control.PATH_SIGNS.index(s) for s in signs
+                if s in control.PATH_SIGNS), default=len(control.PATH_SIGNS))
+    lossy = signs[0] in ("policed", "lossy")
+    return (rank, -((row["retrans"] if lossy else row["qdelay_ratio"]) or 0))
+
+
+def paths(engine, source, start, end, baseline=None):
+    """Rows per peer prefix, worst first (_path_key): the numbers
+    copa-fleet control reads (control.measure(): connections that acked
+    its --min-bytes) under ``baseline``, else under the prefix's most
+    used cc; Edgio's duty cycle and flap rate; and the path signs its
+    entry rules find (control.path_signs()): high loss at low delay
+    (policed, lossy), queueing delay over the base RTT (bloated)."""
+    now = end - 1                       # measure() reads [now - hours, now + 1)
+    cfg = dataclasses.replace(control.Config(), hours=(now - start) / 3600)
+    prefixes, _ = control.measure(engine, source, now, cfg)
+    rows = []
+    for prefix, p in sorted(prefixes.items()):
+        n = p.under(baseline) if baseline else max(
+            p.groups.values(), key=lambda g: g.connections)
+        signs = control.path_signs(n, cfg)
+        row = {"peer_prefix": prefix, "cc": n.cc}
+        row.update(n.brief())
+        row.update(duty=round(p.duty, 3), flap=round(p.flap, 3),
+                   path="+".join(s for s, _ in signs) if signs else None,
+                   why=signs[0][1] if signs else None)
+        rows.append(row)
+    return sorted(rows, key=_path_key)
+
+
 def build(engine, source, start, end, baseline=None):
-    """{table name: rows} for the report: by_cc, by_prefix and, with a
-    ``baseline``, rtt_reduction."""
+    """{table name: rows} for the report: by_cc, by_prefix, paths and,
+    with a ``baseline``, rtt_reduction."""
     tables = {"by_cc": table(engine, source, "cc", start, end),
-              "by_prefix": table(engine, source, "prefix", start, end)}
+              "by_prefix": table(engine, source, "prefix", start, end),
+              "paths": paths(engine, source, start, end, baseline)}
     if baseline is not None:
         tables["rtt_reduction"] = rtt_reduction(tables["by_cc"], baseline)
     return tables
@@ -130,6 +169,8 @@ def build(engine, source, start, end, baseline=None):
 
 TITLES = {"by_cc": "Per congestion control",
           "by_prefix": "Per peer prefix and congestion control",
+          "paths": "Peer prefixes by their paths, worst first (as "
+                   "copa-fleet control reads them)",
           "rtt_reduction": "RTT reduction against the baseline "
                            "(fraction of its RTT)"}
 
