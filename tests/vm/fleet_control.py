@@ -96,13 +96,19 @@ CLEAN_FLEET = ((2, 20, 0.7, 0, None), (4, 20, 0.7, 0, None),
                (6, 20, 0.7, 0, None), (8, 20, 0.7, 0, None))
 
 SERVER = r"""
-import socket, socketserver, struct
+import random, socket, socketserver, struct, sys, time
+ccs = [c.encode() for c in sys.argv[1].split(",") if c]
+served = open(sys.argv[2], "a", buffering=1)
 class H(socketserver.BaseRequestHandler):
     def handle(self):
+        if ccs:
+            self.request.setsockopt(socket.IPPROTO_TCP,
+                                    socket.TCP_CONGESTION, random.choice(ccs))
         n = struct.unpack("!Q", self.request.recv(8, socket.MSG_WAITALL))[0]
         chunk = bytes(65536)
         while n > 0:
             n -= self.request.send(chunk[:min(n, len(chunk))])
+        served.write("%%s %%d %%.3f\n" %% (*self.client_address, time.time()))
 socketserver.ThreadingTCPServer.allow_reuse_address = True
 socketserver.ThreadingTCPServer(("0.0.0.0", %d), H).serve_forever()
 """ % PORT
@@ -129,16 +135,22 @@ while True:
 
 class Lab:
     """The server, router and client namespaces, the links, the object
-    server and the fetchers, the collector; a controller on demand."""
+    server and the fetchers, the collector; a controller on demand. The
+    server draws each connection's cc from ``ccs`` (none: the host
+    default) and writes "ADDR PORT TIME" of each one it served in full
+    to ``served``, TIME (Unix seconds) as it finished sending."""
 
-    def __init__(self, links, tag):
+    def __init__(self, links, tag, ccs=()):
         self.tag = tag
+        self.ccs = ccs
         self.srv, self.rtr = f"cfc{tag}-srv", f"cfc{tag}-rtr"
         self.clients = [f"cfc{tag}-c{i}" for i in range(len(links))]
         self.links = links
         self.procs = []
         self.state = tempfile.mkdtemp(prefix="copa-fleet-control-")
+        self.served = os.path.join(self.state, "served.txt")
         self.collector = self.controller = None
+        self.fetchers = []
 
     def ip(self, ns, *args):
         cmd(["ip", "-n", ns, *args])
@@ -173,11 +185,12 @@ class Lab:
             for dev in ("eth0", "srv") + tuple(f"c{i}" for i in range(4)):
                 cmd(["ethtool", "-K", dev, "tso", "off", "gso", "off",
                      "gro", "off"], ns=ns, check=False)
-        self.start([PYTHON, "-c", SERVER], self.srv)
+        self.start([PYTHON, "-c", SERVER, ",".join(self.ccs), self.served],
+                   self.srv)
         time.sleep(1)
-        for i, ns in enumerate(self.clients):
-            self.start([PYTHON, "-c", CLIENT, "10.89.0.2", str(i),
-                        ",".join(map(str, SIZES))], ns)
+        self.fetchers = [self.start([PYTHON, "-c", CLIENT, "10.89.0.2",
+                                     str(i), ",".join(map(str, SIZES))], ns)
+                         for i, ns in enumerate(self.clients)]
         self.collector = self.start(
             [COPA_FLEET, "collect", "--netns", self.srv, "--interval", "2",
              "--state-dir", self.state, "--rotate-s", "60"])

@@ -139,7 +139,7 @@ def paths(engine, source, start, end, baseline=None):
     used cc; Edgio's duty cycle and flap rate; and the path signs its
     entry rules find (control.path_signs()): high loss at low delay
     (policed, lossy), queueing delay over the base RTT (bloated)."""
-    now = end - 1                       # measure() reads [now - hours, now + 1)
+    now = end - 1               # measure() reads [now - hours, now + 1)
     cfg = dataclasses.replace(control.Config(), hours=(now - start) / 3600)
     prefixes, _ = control.measure(engine, source, now, cfg)
     rows = []
