@@ -138,11 +138,14 @@ class Lab:
     server and the fetchers, the collector; a controller on demand. The
     server draws each connection's cc from ``ccs`` (none: the host
     default) and writes "ADDR PORT TIME" of each one it served in full
-    to ``served``, TIME (Unix seconds) as it finished sending."""
+    to ``served``, TIME (Unix seconds) as it finished sending. With a
+    ``cgroup`` (v2 directory), the server runs in it, so that a sock_ops
+    program attached there meets its sockets."""
 
-    def __init__(self, links, tag, ccs=()):
+    def __init__(self, links, tag, ccs=(), cgroup=None):
         self.tag = tag
         self.ccs = ccs
+        self.cgroup = cgroup
         self.srv, self.rtr = f"cfc{tag}-srv", f"cfc{tag}-rtr"
         self.clients = [f"cfc{tag}-c{i}" for i in range(len(links))]
         self.links = links
@@ -185,8 +188,11 @@ class Lab:
             for dev in ("eth0", "srv") + tuple(f"c{i}" for i in range(4)):
                 cmd(["ethtool", "-K", dev, "tso", "off", "gso", "off",
                      "gro", "off"], ns=ns, check=False)
-        self.start([PYTHON, "-c", SERVER, ",".join(self.ccs), self.served],
-                   self.srv)
+        server = [PYTHON, "-c", SERVER, ",".join(self.ccs), self.served]
+        if self.cgroup:
+            server = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"',
+                      self.cgroup, "ip", "netns", "exec", self.srv] + server
+        self.start(server, None if self.cgroup else self.srv)
         time.sleep(1)
         self.fetchers = [self.start([PYTHON, "-c", CLIENT, "10.89.0.2",
                                      str(i), ",".join(map(str, SIZES))], ns)
