@@ -20,7 +20,8 @@ DKMS's tcp_copa (VERSION, the guest's vermagic) and copa is selected
 through the sysctl for a new connection; copa-tools installs with dpkg
 -i; the packaged copa-eval (/usr/bin, the entry point of the package
 installed in /usr/lib/python3/dist-packages) runs and lists the
-scenarios of the source tree (the venv's copa-eval); the packaged
+scenarios of the source tree (the venv's copa-eval); the packaged and
+the venv's copa-diag list a copa socket with its mode; the packaged
 copa-bpf (/usr/sbin) builds the BPF objects from the sources copa-tools
 ships into /var/lib/copa-tools/bpf, registers bpf_copa, which a socket
 then runs, and unregisters it; dpkg -P removes the tools and copa-bpf's
@@ -35,7 +36,7 @@ import time
 
 from ksft import (VENV_BIN, KsftSkipEx, NetNS, bg, cmd, ksft_eq, ksft_pr,
                   ksft_exit, ksft_run, ksft_true, module_loaded, setcc,
-                  sysctl_saved, sysctl_set)
+                  sysctl_saved, sysctl_set, wait_for)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -45,6 +46,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from copa_tools import bpf  # noqa: E402
 
 EVAL = "/usr/bin/copa-eval"
+DIAG = "/usr/bin/copa-diag"
 PACKAGE = "/usr/lib/python3/dist-packages/copa_tools"
 COPA_BPF = "/usr/sbin/copa-bpf"
 BPF_STATE = "/var/lib/copa-tools"
@@ -71,6 +73,12 @@ def modprobe_select_dpkg_eval_bpf_purge():
         proc = cmd(["dpkg", "-i", DEB], timeout=600)
     ksft_pr("\n".join(proc.stdout.splitlines()[-6:]))
     ksft_eq(cmd([EVAL, "--version"]).stdout.strip(), f"copa-eval {VERSION}")
+    ksft_true("usage: copa-eval" in cmd([EVAL, "--help"]).stdout,
+              "the packaged copa-eval --help")
+    for diag in (DIAG, os.path.join(VENV_BIN, "copa-diag")):
+        seen = diag_sees_copa(diag)
+        ksft_pr(f"{diag}: {seen}")
+        ksft_true(seen, f"{diag} shows a copa socket with its mode")
     listed = cmd([EVAL, "list"]).stdout
     ksft_pr(f"{EVAL} list:\n{listed}")
     ksft_eq(listed, cmd([os.path.join(VENV_BIN, "copa-eval"), "list"]).stdout,
@@ -81,7 +89,7 @@ def modprobe_select_dpkg_eval_bpf_purge():
 
     with timed("dpkg -P"):
         cmd(["dpkg", "-P", "copa-tools"], timeout=600)
-    for path in (EVAL, COPA_BPF, PACKAGE, BPF_STATE):
+    for path in (EVAL, DIAG, COPA_BPF, PACKAGE, BPF_STATE):
         ksft_true(not os.path.lexists(path), f"dpkg -P removes {path}")
 
 
@@ -116,6 +124,24 @@ def one_flow(cc=None):
             (flow,) = setcc([*(["--cc", cc] if cc else []), "--bytes",
                              100000, "127.0.0.1", PORT], ns=ns)
     return flow
+
+
+def diag_sees_copa(diag):
+    """What the program ``diag`` (copa-diag) lists of a paced copa flow
+    in a fresh namespace while it sends: its entries with cc copa and a
+    mode."""
+    def copa_entries():
+        out = cmd([diag, "--json"], ns=ns).stdout
+        return [e for e in map(json.loads, out.splitlines())
+                if e["cc"] == "copa" and "mode" in e]
+
+    with NetNS() as ns:
+        with bg(["tests/setcc", "--sink", "--bind", "127.0.0.1", PORT],
+                ns=ns) as sink:
+            json.loads(sink.stdout.readline())  # {"listening": PORT}
+            with bg(["tests/setcc", "--cc", "copa", "--time", 60, "--rate",
+                     1000000, "127.0.0.1", PORT], ns=ns):
+                return wait_for(copa_entries, timeout=20, step=0.5)
 
 
 def packaged_bpf_build():
