@@ -20,8 +20,8 @@ runs) then measures the same link with one bulk flow, cubic alone and
 copa alone, EVAL_S each. Checks: the A/B labelled both arms, with at
 least MIN_CONNS connections each; for srtt p50 and p90 the A/B's
 relative difference (treatment - control) / control and copa-eval's
-(copa - cubic) / cubic are both negative and within AGREE_SHARE of
-copa-eval's, or AGREE_FLOOR of each other (scripts/ab-bench's rule).
+(copa - cubic) / cubic are both negative and agree (copa_tools.fleet.ab's
+agrees(), scripts/ab-bench's rule: within a quarter of copa-eval's).
 
 Not a test_*.py, so not in make check (about 5 minutes). By hand::
 
@@ -31,7 +31,6 @@ Not a test_*.py, so not in make check (about 5 minutes). By hand::
 
 import csv
 import os
-import subprocess
 import sys
 import time
 
@@ -39,14 +38,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fleet_control as fc  # noqa: E402
 from copa_tools.eval.lab import Flow, Link, run  # noqa: E402
+from copa_tools.eval.metrics import percentile  # noqa: E402
+from copa_tools.fleet.ab import agrees  # noqa: E402
 from ksft import (KsftSkipEx, cmd, ksft_eq, ksft_ge, ksft_exit,  # noqa: E402
                   ksft_pr, ksft_run, ksft_true, load_copa)
 
 AB_S = 180
 EVAL_S = 30
 MIN_CONNS = 10
-AGREE_SHARE = 0.25      # of the reference's relative difference ...
-AGREE_FLOOR = 0.05      # ... or this much apart, where both are small
 CONTROL, TREATMENT = "cubic", "copa"
 SCOPE = "10.90.0.0/16"
 SALT = 35
@@ -55,8 +54,8 @@ RATE, RTT_MS, FIFO_BDP = fc.BLOATED[:3]
 METRICS = (("srtt_p50_ms", 0.5), ("srtt_p90_ms", 0.9))
 
 
-def copa_bpf(*args):
-    return cmd([os.path.join(fc.VENV_BIN, "copa-bpf"), *args])
+def copa_bpf(*args, check=True):
+    return cmd([os.path.join(fc.VENV_BIN, "copa-bpf"), *args], check=check)
 
 
 def fleet(*args):
@@ -75,11 +74,6 @@ def sock_ops():
     copa_bpf("sockops", "attach", CGROUP)
 
 
-def quantile(values, q):
-    v = sorted(values)
-    return v[min(int(q * len(v)), len(v) - 1)]
-
-
 def eval_reference():
     """{metric: (cubic, copa)} from one bulk flow of each, alone."""
     link = Link(rate_mbit=RATE, rtt_ms=RTT_MS, buffer_bdp=FIFO_BDP)
@@ -88,7 +82,7 @@ def eval_reference():
         res = run(link, [Flow(cc)], duration_s=EVAL_S)
         rtts = [r / 1e3 for r in res.flows[0].samples["rtt_us"] if r]
         for name, q in METRICS:
-            out.setdefault(name, []).append(quantile(rtts, q))
+            out.setdefault(name, []).append(percentile(rtts, 100 * q))
     return out
 
 
@@ -119,11 +113,6 @@ def ab_phase():
     return diffs, arms
 
 
-def agrees(estimate, reference):
-    return abs(estimate - reference) <= max(AGREE_SHARE * abs(reference),
-                                            AGREE_FLOOR)
-
-
 def test_ab_agrees_with_copa_eval():
     fc.need_chdb()
     diffs, arms = ab_phase()
@@ -149,18 +138,13 @@ def test_ab_agrees_with_copa_eval():
 
 
 def main():
-    try:
-        import chdb  # noqa: F401
-    except ImportError:
-        if os.path.exists(fc.PYTHON) and sys.executable != fc.PYTHON:
-            os.execv(fc.PYTHON, [fc.PYTHON, os.path.abspath(__file__)])
+    fc.under_venv(__file__)
     load_copa()
     sock_ops()
     try:
         ksft_run([test_ab_agrees_with_copa_eval])
     finally:
-        subprocess.run([os.path.join(fc.VENV_BIN, "copa-bpf"), "sockops",
-                        "detach", CGROUP], capture_output=True)
+        copa_bpf("sockops", "detach", CGROUP, check=False)
     ksft_exit()
 
 

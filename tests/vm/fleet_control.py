@@ -54,6 +54,7 @@ only those cases):
   replay to, and the state file is whole.
 """
 
+import contextlib
 import json
 import os
 import random
@@ -277,13 +278,18 @@ class Lab:
         return {r["dst"]: r["metrics"][0]["congestion"]
                 for r in json.loads(out or "[]")}
 
-    def summary(self, keys, start, end):
-        """queries.summary and retrans over the records of [start, end),
-        {key tuple: row with retrans_overhead}."""
+    @contextlib.contextmanager
+    def snapshot(self):
+        """(chDB engine, source) over a snapshot of the records so far."""
         with tempfile.TemporaryDirectory() as scratch:
             files = store.snapshot(os.path.join(self.state, "records"),
                                    scratch)
-            engine, src = queries.Chdb(), queries.file_source(files)
+            yield queries.Chdb(), queries.file_source(files)
+
+    def summary(self, keys, start, end):
+        """queries.summary and retrans over the records of [start, end),
+        {key tuple: row with retrans_overhead}."""
+        with self.snapshot() as (engine, src):
             out = {tuple(r[k] for k in keys): r for r in engine.rows(
                 queries.summary(src, keys, start, end))}
             for r in engine.rows(queries.retrans(src, keys, start, end)):
@@ -441,14 +447,19 @@ def test_faults():
         lab.stop(lab.controller)
 
 
-def main():
-    # run-vm starts test files with the guest's python3; chDB is in the
-    # venv (scripts/deps), whose python3 this file then runs under.
+def under_venv(path):
+    """Run the test file ``path`` again under the venv's python3 unless
+    this one has chDB: run-vm starts test files with the guest's python3,
+    and chDB is in the venv (scripts/deps)."""
     try:
         import chdb  # noqa: F401
     except ImportError:
         if os.path.exists(PYTHON) and sys.executable != PYTHON:
-            os.execv(PYTHON, [PYTHON, os.path.abspath(__file__)])
+            os.execv(PYTHON, [PYTHON, os.path.abspath(path)])
+
+
+def main():
+    under_venv(__file__)
     load_copa()
     cases = [test_converges_and_beats_cubic, test_clean_links_change_nothing,
              test_faults]

@@ -39,13 +39,12 @@ import functools
 import os
 import signal
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fleet_control as fc  # noqa: E402
-from copa_tools.fleet import queries, schema, store  # noqa: E402
+from copa_tools.fleet import schema  # noqa: E402
 from ksft import (cmd, ksft_eq, ksft_ge, ksft_exit, ksft_pr,  # noqa: E402
                   ksft_run, ksft_true, load_copa, wait_for)
 
@@ -73,7 +72,7 @@ def fleet():
             timeout=30), "the server's sockets closed")
         time.sleep(3)                       # a sweep past the last close
         lab.stop(lab.collector)
-        records = read_records(lab.state)
+        records = read_records(lab)
         with open(lab.served) as f:
             served = [line.split() for line in f]
         out = os.path.join(lab.state, "report")
@@ -84,13 +83,11 @@ def fleet():
     return records, served, paths
 
 
-def read_records(state):
-    with tempfile.TemporaryDirectory() as scratch:
-        files = store.snapshot(os.path.join(state, "records"), scratch)
-        return queries.Chdb().rows(
+def read_records(lab):
+    with lab.snapshot() as (engine, src):
+        return engine.rows(
             f"SELECT toUInt32(time) AS time, kind, cookie, peer_addr, "
-            f"peer_port, cc, copa_delta, copa_mode "
-            f"FROM {queries.file_source(files)} "
+            f"peer_port, cc, copa_delta, copa_mode FROM {src} "
             f"WHERE local_port = {fc.PORT}")
 
 
@@ -157,12 +154,7 @@ def report_ranks_paths():
 
 
 if __name__ == "__main__":
-    # chDB is in the venv (scripts/deps): run under its python3.
-    try:
-        import chdb  # noqa: F401
-    except ImportError:
-        if os.path.exists(fc.PYTHON) and sys.executable != fc.PYTHON:
-            os.execv(fc.PYTHON, [fc.PYTHON, os.path.abspath(__file__)])
+    fc.under_venv(__file__)
     load_copa()
     cmd(["modprobe", "-q", "tcp_bbr"], check=False)
     ksft_run([every_cc_named, every_close_once, report_ranks_paths])

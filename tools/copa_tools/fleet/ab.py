@@ -52,6 +52,22 @@ U64 = (1 << 64) - 1
 CONFIG_HEAD = "=IIQIIQQ"
 
 
+# When an A/B estimate of an effect agrees with a reference measurement
+# of it (the same links run one policy at a time): scripts/ab-bench and
+# tests/vm/fleet_ab.py.
+AGREE_SHARE = 0.25      # of the reference's relative difference ...
+AGREE_FLOOR = 0.05      # ... or this much apart, where both are small
+
+
+def agrees(estimate, reference):
+    """Sign and size: the relative differences within AGREE_SHARE of the
+    reference's, or AGREE_FLOOR of each other where both are small."""
+    if estimate is None or reference is None:
+        return False
+    return abs(estimate - reference) <= max(AGREE_SHARE * abs(reference),
+                                            AGREE_FLOOR)
+
+
 class AbError(ValueError):
     """An experiment that cannot start, stop or be reported; nothing was
     changed."""
