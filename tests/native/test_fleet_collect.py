@@ -3,7 +3,6 @@
 network namespace: its records agree with ss -tine for the same sockets,
 every close is recorded once, and a full disk (a tiny tmpfs) loses and
 doubles nothing. Needs root (a namespace, SO_RCVBUFFORCE); no chDB."""
-import json
 import os
 import re
 import socket
@@ -17,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from copa_tools import netlink  # noqa: E402
-from copa_tools.fleet import collector, schema, store  # noqa: E402
+from copa_tools.fleet import collector, queries, schema, store  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 NS = f"cpf-{os.getpid() % 100000}"
@@ -198,14 +197,14 @@ def test_full_disk_loses_and_doubles_nothing(tiny_tmpfs):
     them with a clear error; once space is freed every record is on
     disk, once."""
     filler = os.path.join(tiny_tmpfs, "filler")
-    jsonl = store.JsonlStore(os.path.join(tiny_tmpfs, "records"), "t")
+    local = store.Store(os.path.join(tiny_tmpfs, "records"), "t")
     logged = []
 
     class Emitter(collector.Collector):
         def _open(self, netns):
             pass
 
-    c = Emitter([jsonl], host="t", log=logged.append)
+    c = Emitter([local], host="t", log=logged.append)
     with open(filler, "wb") as f:
         f.write(bytes(40 << 10))
     batch = 0
@@ -221,11 +220,9 @@ def test_full_disk_loses_and_doubles_nothing(tiny_tmpfs):
     assert tiny_tmpfs in logged[0]
     os.unlink(filler)
     c.emit([])
-    jsonl.close()
-    written = []
-    for name in os.listdir(os.path.join(tiny_tmpfs, "records")):
-        with open(os.path.join(tiny_tmpfs, "records", name)) as f:
-            written += [json.loads(line)["cookie"] for line in f]
+    local.close()
+    written = [r["cookie"] for r in queries.read_records(
+        queries.Chdb(), os.path.join(tiny_tmpfs, "records"))]
     assert sorted(written) == list(range(batch * 10))
 
 
@@ -238,12 +235,8 @@ def collect(netns, state, *args):
 
 
 def read_records(state):
-    d = os.path.join(state, "records")
-    out = []
-    for name in sorted(os.listdir(d)):
-        with open(os.path.join(d, name)) as f:
-            out += [json.loads(line) for line in f]
-    return out
+    return queries.read_records(queries.Chdb(),
+                                os.path.join(state, "records"))
 
 
 def wait_for_a_write(state, tries=50):
@@ -259,9 +252,9 @@ def wait_for_a_write(state, tries=50):
 def test_cli_restart_keeps_what_was_written(netns, listener, tmp_path):
     """copa-fleet collect killed with SIGKILL, then started again and
     stopped with SIGTERM: every record the first run wrote is still
-    there, in a .jsonl, with the second run's after it; no .part left,
-    no record twice, and the connection closed under the second run
-    recorded at close from both ends."""
+    there, in a finished file, with the second run's after it; no .part
+    left, no record twice, and the connection closed under the second
+    run recorded at close from both ends."""
     state = str(tmp_path)
     client, server = connect(netns, listener, cc="cubic", payload=1000)
     cport = client.getsockname()[1]

@@ -148,7 +148,7 @@ def records(exp, clients=120, conns=3, samples=6, mislabel=0):
 
 
 def report(tmp_path, exp, recs, groups=None, **kw):
-    st = store.JsonlStore(str(tmp_path / "records"), "h")
+    st = store.Store(str(tmp_path / "records"), "h")
     st.write(recs)
     st.close()
     files = store.snapshot(str(tmp_path / "records"), str(tmp_path))
@@ -220,7 +220,7 @@ def test_report_cli(tmp_path):
     exp = experiment(unit="client")
     (tmp_path / "ab").mkdir()
     exp.save(str(tmp_path / "ab" / "t1.json"))
-    st = store.JsonlStore(str(tmp_path / "records"), "h")
+    st = store.Store(str(tmp_path / "records"), "h")
     st.write(records(exp))
     st.close()
     groups = tmp_path / "regions"

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """copa-fleet's columnar path: a Batch's JSON lines are the lines
-store.encode() writes for the same records as dicts; the columnar
-sock_diag decoder agrees with decode_inet_diag(), message by message;
-sampling a column of cookies agrees with sampled()."""
+batch.jsonl() writes for the same records as dicts; its Native block is
+what chDB reads back as those records; the columnar sock_diag decoder
+agrees with decode_inet_diag(), message by message; sampling a column of
+cookies agrees with sampled()."""
 import json
 import socket
 
@@ -10,7 +11,8 @@ import numpy as np
 import pytest
 
 from copa_tools import netlink
-from copa_tools.fleet import batch, collector, schema, store
+from copa_tools.fleet import batch, collector, native, queries, schema, \
+    store
 
 from test_fleet_records import diag, nlmsg, tcp_info
 
@@ -26,8 +28,8 @@ def columns(n):
             "cc": ["copa" if p else "cúbic" for p in present],
             "ab_arm": "", "age_ms": [i * 1000 for i in range(n)],
             "copa_delta": ([0.5 if p else None for p in present], present),
-            "srtt_us": ([2 ** 63 + i for i in range(n)],
-                        np.arange(n) % 2 == 0),
+            "bytes_acked": (np.arange(n, dtype=np.uint64) + 2 ** 63,
+                            np.arange(n) % 2 == 0),
             "app_limited": [i % 2 for i in range(n)]}
 
 
@@ -35,11 +37,31 @@ def test_batch_lines_are_the_dicts_lines():
     b = batch.Batch(7, columns(7))
     records = list(b)
     assert "copa_delta" not in records[0] and records[1]["copa_delta"] == 0.5
-    assert "srtt_us" not in records[1] and records[2]["srtt_us"] == 2 ** 63 + 2
-    assert b.jsonl() == store.encode(records)
-    assert store.encode(b) == store.encode(records)
+    assert "bytes_acked" not in records[1] \
+        and records[2]["bytes_acked"] == 2 ** 63 + 2
+    assert b.jsonl() == batch.jsonl(records)
     assert list(b[2:]) == records[2:] and len(b[2:]) == 5
     assert [json.loads(x) for x in b.jsonl().splitlines()] == records
+
+
+def test_native_block_reads_back_as_the_records(tmp_path):
+    """chDB reads a Batch's Native block, and the same records given as
+    dicts, as those records: absent columns NULL, 64-bit values whole."""
+    b = batch.Batch(7, columns(7))
+    records = list(b)
+    block = store.encode(b)
+    assert native.whole_length(block + block[:-1]) == len(block)
+    path = tmp_path / f"r{store.DONE}"
+    path.write_bytes(block + store.encode(records))
+    got = queries.Chdb().rows(f"SELECT *, toUInt32(time) AS t FROM "
+                              f"{queries.file_source([str(path)])} "
+                              f"ORDER BY cookie")
+    for want, row in zip([r for r in records for _ in (0, 1)], got,
+                         strict=True):
+        row["time"] = row.pop("t")
+        row = {k: int(v) if k in ("cookie", "bytes_acked") else v
+               for k, v in row.items() if v is not None}
+        assert row == want
 
 
 def test_batch_is_checked_whole():

@@ -128,7 +128,7 @@ class World:
                     if k == 1:
                         r.update(delivery_rate_bps=1000, app_limited=1)
                     out.append(r)
-        path = self.dir / f"w{now}.jsonl"
+        path = self.dir / f"w{now}{store.DONE}"
         path.write_bytes(store.encode(out))
         self.files.append(str(path))
 

@@ -72,7 +72,7 @@ def records():
 @pytest.fixture(scope="module")
 def state(tmp_path_factory, records):
     d = tmp_path_factory.mktemp("state")
-    s = store.JsonlStore(str(d / "records"), "h",
+    s = store.Store(str(d / "records"), "h",
                          rotate_bytes=len(records) * 40)  # a few files
     for i in range(0, len(records), 500):
         s.write(records[i:i + 500])
@@ -219,7 +219,7 @@ LINKS = {("10.90.0.0/24", "cubic"): (120_000, 1.9e6, 0.1, 40_000),
 def test_paths_rank_the_links(tmp_path, engine):
     """The paths table reads each prefix under the baseline, signs it as
     the controller's entry rules would, and puts the signed ones first."""
-    s = store.JsonlStore(str(tmp_path / "records"), "h")
+    s = store.Store(str(tmp_path / "records"), "h")
     s.write(synthetic(LINKS))
     s.close()
     files = store.snapshot(str(tmp_path / "records"), str(tmp_path))

@@ -2,21 +2,33 @@
 """Records as columns: a sweep of 100k sockets without a dict per record.
 
 A Batch holds, per schema column, either one value for every record, a
-list of values, or (list, present) where ``present`` (a numpy bool
-array) says which records have the column: a Nullable column a record
-lacks is absent from it, as schema.py says. Iterating gives the records
-as dicts, their keys in the order the columns were given; jsonl() gives
-the same records as store.encode() writes dicts, one printf-style
-template per set of columns present instead of a dict and an encoder
-call per record.
+list or numpy array of values, or (values, present) where ``present`` (a
+numpy bool array) says which records have the column: a Nullable column
+a record lacks is absent from it, as schema.py says. Iterating gives the
+records as dicts, their keys in the order the columns were given;
+native.encode() gives them as the store's block; jsonl() as the JSON
+lines the ClickHouse sink sends, one printf-style template per set of
+columns present instead of a dict and an encoder call per record.
 """
 
 import json
 
 from . import schema
 
+# One encoder for every record: json.dumps() with separators builds a
+# new one per call, a third of a record's cost.
 _to_json = json.JSONEncoder(separators=(",", ":"),
                             check_circular=False).encode
+
+
+def _per_record(col):
+    """Whether ``col`` holds a value per record (a list or an array)."""
+    return isinstance(col, list) or getattr(col, "ndim", 0) == 1
+
+
+def _plain(values):
+    """``values`` as Python objects: a numpy array's as a list."""
+    return values.tolist() if hasattr(values, "tolist") else values
 
 
 class Batch:
@@ -26,18 +38,37 @@ class Batch:
             raise schema.RecordError(
                 f"batch: missing {sorted(set(schema.REQUIRED) - keys)}, "
                 f"unknown {sorted(keys - set(schema.NAMES))}")
-        kind = columns["kind"]
-        if isinstance(kind, list) or kind not in schema.KINDS:
-            raise schema.RecordError(f"batch: kind {kind!r} is not one "
-                                     f"of {schema.KINDS}")
+        kinds = set(columns["kind"]) if _per_record(columns["kind"]) \
+            else {columns["kind"]}
+        if not kinds <= set(schema.KINDS):
+            raise schema.RecordError(f"batch: kinds {sorted(kinds)!r}, not "
+                                     f"all in {schema.KINDS}")
         self.n = n
         self.columns = columns
 
     def __len__(self):
         return self.n
 
+    @classmethod
+    def of_records(cls, records):
+        """The dicts ``records``, each checked against the schema, as a
+        Batch."""
+        for r in records:
+            schema.check(r)
+        columns = {}
+        for name in schema.NAMES:
+            values = [r.get(name) for r in records]
+            present = [v is not None for v in values]
+            if all(present):
+                columns[name] = values
+            elif any(present):
+                import numpy as np
+                columns[name] = values, np.array(present)
+        return cls(len(records), columns)
+
     def __iter__(self):
-        cols = list(self.columns.items())
+        cols = [(k, (_plain(c[0]), c[1]) if isinstance(c, tuple)
+                 else _plain(c)) for k, c in self.columns.items()]
         for i in range(self.n):
             r = {}
             for name, col in cols:
@@ -55,7 +86,7 @@ class Batch:
         def part(col):
             if isinstance(col, tuple):
                 return col[0][rows], col[1][rows]
-            return col[rows] if isinstance(col, list) else col
+            return col[rows] if _per_record(col) else col
         return Batch(len(range(self.n)[rows]),
                      {k: part(c) for k, c in self.columns.items()})
 
@@ -83,7 +114,7 @@ class Batch:
         parts, fill = [], []
         for name in names:
             col = self.columns[name]
-            values = col[0] if isinstance(col, tuple) else col
+            values = _plain(col[0] if isinstance(col, tuple) else col)
             key = _to_json(name) + ":"
             if not isinstance(values, list):
                 parts.append(key + _to_json(values).replace("%", "%%"))
@@ -100,8 +131,7 @@ class Batch:
         return "{" + ",".join(parts) + "}", fill
 
     def jsonl(self):
-        """The records as JSON lines (bytes), as store.encode() writes
-        them."""
+        """The records as JSON lines (bytes), as jsonl() writes them."""
         if not self.n:
             return b""
         lines = [None] * self.n
@@ -114,3 +144,15 @@ class Batch:
             for i, t in zip(rows, zip(*fill)):
                 lines[i] = template % t
         return ("\n".join(lines) + "\n").encode()
+
+
+def jsonl(records):
+    """``records`` (a Batch, or dicts each checked against the schema) as
+    JSON lines (ClickHouse's JSONEachRow)."""
+    if isinstance(records, Batch):
+        return records.jsonl()
+    lines = []
+    for r in records:
+        schema.check(r)
+        lines.append(_to_json(r))
+    return ("\n".join(lines) + "\n").encode() if lines else b""

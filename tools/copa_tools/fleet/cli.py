@@ -7,9 +7,10 @@
     copa-fleet control [--dry-run | --once | --reset | --resume] ...
 
 collect samples every TCP socket of the host through inet_diag and
-records each connection's final state at close, as JSON lines under the
-state directory; report reads them with chDB (ClickHouse's engine in
-this process) and prints per-cc and per-prefix tables.
+records each connection's final state at close, in ClickHouse's Native
+format under the state directory; report reads them with chDB
+(ClickHouse's engine in this process) and prints per-cc and per-prefix
+tables.
 Documentation/fleet.rst is the operator's guide.
 """
 
@@ -51,16 +52,16 @@ def cmd_collect(args):
     except ValueError as err:
         sys.exit(f"copa-fleet collect: {err}")
     try:
-        jsonl = store.JsonlStore(records_dir(args.state_dir), args.host,
-                                 rotate_bytes=args.rotate_mb << 20,
-                                 rotate_s=args.rotate_s,
-                                 keep_days=args.keep_days)
+        local = store.Store(records_dir(args.state_dir), args.host,
+                            rotate_bytes=args.rotate_mb << 20,
+                            rotate_s=args.rotate_s,
+                            keep_days=args.keep_days)
     except OSError as err:
         sys.exit(f"copa-fleet collect: {args.state_dir}: {err.strerror}")
-    if jsonl.recovered_bytes:
-        print(f"copa-fleet: cut {jsonl.recovered_bytes} bytes of a torn "
-              f"last line left by a stopped collector", file=sys.stderr)
-    sinks = [jsonl]
+    if local.recovered_bytes:
+        print(f"copa-fleet: cut {local.recovered_bytes} bytes of a torn "
+              f"last batch left by a stopped collector", file=sys.stderr)
+    sinks = [local]
     if args.clickhouse:
         from . import clickhouse
         try:
@@ -70,7 +71,7 @@ def cmd_collect(args):
         except (ValueError, OSError) as err:
             sys.exit(f"copa-fleet collect: --clickhouse: {err}")
     try:
-        coll = collector.Collector(sinks, host=jsonl.host,
+        coll = collector.Collector(sinks, host=local.host,
                                    fraction=args.sample, prefixes=prefixes,
                                    netns=args.netns, arms=ab.Arms())
     except OSError as err:
@@ -88,7 +89,7 @@ def cmd_collect(args):
     finally:
         for sink in sinks[1:]:
             sink.stop()
-        jsonl.close()
+        local.close()
         coll.close()
     print(f"copa-fleet: {coll.stats}", file=sys.stderr)
 

@@ -50,7 +50,7 @@ import urllib.parse
 import zlib
 
 from ..files import fsync_dir
-from . import queries, schema, store
+from . import batch, queries, schema
 
 # Days a record is kept: the table's TTL where the server has TTL (19.6
 # and later); on older servers (Debian's 18.16) drop old days with
@@ -311,7 +311,7 @@ class Sink:
         that does not fit the schema, and OSError if the file cannot be
         written (ENOSPC too when the spool would outgrow
         max_spool_bytes); either way nothing is spooled."""
-        data = store.encode(records)
+        data = batch.jsonl(records)
         if not data:
             return
         if self.spool_bytes + len(data) > self.max_spool_bytes:

@@ -235,22 +235,37 @@ def _copa_columns(columns, deltas, modes):
             columns[name] = col
 
 
+def _scaled(values, mult):
+    """The uint64 array ``values`` times ``mult``, saturated at the
+    column's UInt64 limit: a rate any socket's owner can set (through
+    SO_MAX_PACING_RATE) must not wrap."""
+    import numpy as np
+    if mult == 1:
+        return values
+    top = np.uint64((U64 - 1) // mult)
+    return np.minimum(values.astype(np.uint64), top) * np.uint64(mult)
+
+
 def _info_columns(columns, info):
     """The tcp_info columns of FROM_TCP_INFO and pacing_rate_bps, from
-    netlink.inet_diag_columns()'s ``info``."""
+    netlink.inet_diag_columns()'s ``info``, as numpy arrays."""
     for name, field, mult in FROM_TCP_INFO:
         values, present = info[field]
-        values = values.tolist()
-        if mult != 1:
-            values = [v * mult for v in values]
-        col = _column(values, present)
+        col = _column(_scaled(values, mult), present)
         if col is not None:
             columns[name] = col
     values, present = info["pacing_rate"]
-    col = _column([v * 8 for v in values.tolist()],
-                  present & (values != UNPACED))
+    col = _column(_scaled(values, 8), present & (values != UNPACED))
     if col is not None:
         columns["pacing_rate_bps"] = col
+
+
+def _ages_ms(now, firsts):
+    """Milliseconds from each of ``firsts`` (Unix seconds) to ``now``, at
+    least 0, as an array."""
+    import numpy as np
+    ages = (now - np.array(firsts, np.float64)) * 1000
+    return np.maximum(ages, 0).astype(np.uint64)
 
 
 def _unmapped(addr):
@@ -272,10 +287,10 @@ def record(diag, kind, now, host, prefix, cc, delta, mode, first_seen,
     info = diag.get("info", {})
     for column, field, mult in FROM_TCP_INFO:
         if field in info:
-            r[column] = info[field] * mult
+            r[column] = min(info[field] * mult, U64 - 1)
     pacing = info.get("pacing_rate")
     if pacing is not None and pacing != UNPACED:
-        r["pacing_rate_bps"] = pacing * 8
+        r["pacing_rate_bps"] = min(pacing * 8, U64 - 1)
     return r
 
 
@@ -393,14 +408,13 @@ class Collector:
         seen.update(zip(cookies, zip(firsts, ccs, delta, mode,
                                      [sweep] * len(cookies), arms)))
         columns = {"time": int(now), "host": self.host,
-                   "kind": schema.SAMPLE, "cookie": cookies,
-                   "local_addr": local, "local_port": sport,
-                   "peer_addr": peer, "peer_port": dport,
+                   "kind": schema.SAMPLE, "cookie": cols["cookie"],
+                   "local_addr": local, "local_port": cols["sport"],
+                   "peer_addr": peer, "peer_port": cols["dport"],
                    "peer_prefix": _per_address(cols["family"], cols["dst"],
                                                self.prefixes.of),
                    "cc": ccs, "ab_arm": arms,
-                   "age_ms": [max(0, int((now - f) * 1000))
-                              for f in firsts]}
+                   "age_ms": _ages_ms(now, firsts)}
         _copa_columns(columns, delta, mode)
         _info_columns(columns, cols["info"])
         return Batch(len(cookies), columns)

@@ -9,9 +9,10 @@ prefix, chosen every round from the records (issue 35).
 A round reads the last hours of records through queries.py (chDB over
 the state directory's files, or a ClickHouse server), measures each
 prefix on the connections that acked at least --min-bytes, applies its
-rules (enter_rule, leave_rule) with hysteresis (decide), validates the plan and applies it one
-prefix at a time through a Backend: the copa_prefix LPM map of the
-sock_ops program (copa-bpf's code) or routes with ``congctl``. Every
+rules (enter_rule, leave_rule) with hysteresis (decide), validates the
+plan and applies it one prefix at a time through a Backend: the
+copa_prefix LPM map of the sock_ops program (copa-bpf's code) or routes
+with ``congctl``. Every
 change is written to the audit log (JSON lines, fsync'd) before it is
 applied, and the state after it (written whole, renamed). One controller
 runs per state directory (flock). Documentation/fleet.rst, "Controller",
@@ -1039,7 +1040,8 @@ def run(args):
         print(f"copa-fleet control: {len(done)} prefixes back to the host "
               f"default{'' if args.reset else '; paused until --resume'}")
         return
-    held = None if args.dry_run else         lock(os.path.join(args.state_dir, LOCK))
+    held = None if args.dry_run else lock(os.path.join(args.state_dir,
+                                                       LOCK))
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     with tempfile.TemporaryDirectory(prefix="copa-fleet-control-") as tmp:

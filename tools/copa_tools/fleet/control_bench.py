@@ -58,7 +58,7 @@ def write_day(directory, nprefixes, rows_per_hour, end):
     per_prefix = max(rows_per_hour // nprefixes, 1)
     for h in range(24):
         start = end - (24 - h) * HOUR
-        name = os.path.join(directory, f"h-{start}-1{store.DONE}")
+        name = os.path.join(directory, f"h-{start}-1{store.JSONL}")
         with open(name, "w") as f:
             for prefix, (base, q, mbps, retr) in paths:
                 addr = prefix.split("/")[0][:-1] + "9"

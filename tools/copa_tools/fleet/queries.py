@@ -2,7 +2,7 @@
 """copa-fleet's queries, written once in ClickHouse SQL.
 
 Each query reads ``{source}``: on one host, chDB's file() over the
-store's JSON lines (file_source(), with schema.py's structure); in a
+store's files (file_source(), with schema.py's structure); in a
 fleet, the server's table (schema.TABLE). The text is the subset both
 ClickHouse 18.16 (Debian bookworm's server) and chDB's 26.9 engine take:
 no window functions (the prefixes are computed by the collector), no
@@ -23,7 +23,7 @@ over the bytes acked, each connection's counters taken at their largest
 import json
 import os
 
-from . import schema
+from . import schema, store
 
 RATE_LEVELS = (0.5, 0.1, 0.01)                  # median, p10, p1
 RTT_LEVELS = (0.5, 0.75, 0.9, 0.95, 0.99)
@@ -140,8 +140,9 @@ DELTA_KEY = "ifNull(copa_delta, -1)"
 def control_groups(source, start, end, min_bytes):
     """The controller's numbers per prefix, cc and Copa delta (delta_key:
     the delta, -1 for none), over the records of connections outside any
-    A/B experiment that had acked at least ``min_bytes``: connections, records, rate_q (delivery
-    rate at its median and p10, not app-limited), srtt_q (p50, p90) and
+    A/B experiment that had acked at least ``min_bytes``: connections,
+    records, rate_q (delivery rate at its median and p10, not
+    app-limited), srtt_q (p50, p90) and
     base_rtt_q (min_rtt at p10, the path's RTT without a queue)."""
     large = f"{_large(min_bytes)} AND {NO_ARM}"
     return f"""SELECT peer_prefix, cc,
@@ -234,20 +235,22 @@ def _quote(text):
 
 
 def file_source(paths):
-    """chDB's source over the JSON lines files ``paths``: one file() per
-    directory, naming its files ({a,b,...}), with schema.py's structure."""
+    """chDB's source over the store's files ``paths``: one file() per
+    directory and format (store.file_format()), naming its files
+    ({a,b,...}), with schema.py's structure."""
     if not paths:
         raise ValueError("no record files to query")
-    by_dir = {}
+    groups = {}
     for p in paths:
-        by_dir.setdefault(os.path.dirname(p), []).append(os.path.basename(p))
+        key = os.path.dirname(p), store.file_format(p)
+        groups.setdefault(key, []).append(os.path.basename(p))
     parts = []
-    for directory, names in sorted(by_dir.items()):
+    for (directory, fmt), names in sorted(groups.items()):
         pattern = names[0] if len(names) == 1 \
             else "{" + ",".join(names) + "}"
         parts.append(f"SELECT * FROM file("
                      f"{_quote(os.path.join(directory, pattern))}, "
-                     f"'JSONEachRow', {_quote(schema.structure())})")
+                     f"'{fmt}', {_quote(schema.structure())})")
     return "(" + " UNION ALL ".join(parts) + ")"
 
 
@@ -324,6 +327,28 @@ def group_connections(source, prefix, cc, delta, start, end, min_bytes):
     return _connections(source, f"{_between(start, end)} AND "
                                 f"{_group(prefix, cc, delta)}",
                         f"acked >= {int(min_bytes)}")
+
+
+def read_records(engine, directory, where="1"):
+    """The records of the store ``directory`` that ``where`` selects, as
+    the collector made them: dicts without the columns a record lacks,
+    time in Unix seconds; ordered by time, kind and cookie (one host's
+    key, so the order is total)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as scratch:
+        files = store.snapshot(directory, scratch)
+        if not files:
+            return []
+        rows = engine.rows(
+            f"SELECT * EXCEPT time, toUInt32(time) AS unix_time "
+            f"FROM {file_source(files)} WHERE {where} "
+            f"ORDER BY unix_time, kind, cookie SETTINGS "
+            f"output_format_json_quote_64bit_integers = 0")
+    out = []
+    for row in rows:
+        row["time"] = row.pop("unix_time")
+        out.append({k: row[k] for k in schema.NAMES if row[k] is not None})
+    return out
 
 
 class QueryError(RuntimeError):

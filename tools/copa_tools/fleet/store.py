@@ -1,37 +1,42 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The embedded store: records as JSON lines under a state directory.
+"""The embedded store: records in ClickHouse's Native format under a
+state directory.
 
-The collector appends each sweep's records to one open file,
-``HOST-START-PID.jsonl.part``, with one write() and an fsync(): what
+The collector appends each batch of records (a sweep, a second's closes)
+as one Native block (native.py) to one open file,
+``HOST-START-PID.native.part``, with one write() and an fsync(): what
 write() returned for is on disk. A write that fails (ENOSPC, EIO) is cut
 back with ftruncate() to the file's size before it, so a batch is on
 disk whole or not at all and can be written again. At a size or an age
-the file is renamed to ``.jsonl`` (rename() is atomic; the directory is
-fsync'd). A collector that crashed leaves a ``.part`` whose last line may
-be torn: recover() cuts that line (its batch was never acknowledged) and
-renames the file, so a restart loses nothing already written.
+the file is renamed to ``.native`` (rename() is atomic; the directory is
+fsync'd). A collector that crashed leaves a ``.part`` whose last block
+may be torn: recover() cuts that block (its batch was never
+acknowledged) and renames the file, so a restart loses nothing already
+written.
 
-Readers (queries.py) see the ``.jsonl`` files, and the complete lines of
-the open ``.part`` through snapshot().
+Native rather than JSON lines: a sweep formats no number as text, which
+was most of its cost (Documentation/fleet.rst, "Scale"). Files of JSON
+lines (``.jsonl``, the store's format before) are still recovered, read
+and expired the same way, so an upgrade loses nothing.
+
+Readers (queries.py) see the finished files, and the whole blocks (or
+lines) of each open ``.part`` through snapshot().
 """
 
 import errno
 import glob
-import json
 import os
 import socket
 import time
 
 from ..files import fsync_dir
-from . import schema
+from . import native
 from .batch import Batch
 
 PART = ".part"
-DONE = ".jsonl"
-# One encoder for every record: json.dumps() with separators builds a
-# new one per call, a third of a record's cost.
-_to_json = json.JSONEncoder(separators=(",", ":"),
-                            check_circular=False).encode
+DONE = ".native"
+JSONL = ".jsonl"        # finished files of JSON lines, read as they are
+FORMATS = {DONE: "Native", JSONL: "JSONEachRow"}
 
 
 class StoreError(OSError):
@@ -39,29 +44,33 @@ class StoreError(OSError):
     kept, so the caller may write it again."""
 
 
-def _complete_length(path):
-    """The length of ``path`` up to and including its last newline."""
+def _whole(path):
+    """The bytes of ``path`` (a ``.part``) without a torn last block or
+    line."""
     with open(path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        pos = size
-        while pos > 0:
-            step = min(pos, 1 << 16)
-            f.seek(pos - step)
-            chunk = f.read(step)
-            nl = chunk.rfind(b"\n")
-            if nl >= 0:
-                return pos - step + nl + 1
-            pos -= step
-    return 0
+        data = f.read()
+    if path.endswith(JSONL + PART):
+        return data[:data.rfind(b"\n") + 1]
+    return data[:native.whole_length(data)]
+
+
+def _parts(directory):
+    return [p for suffix in FORMATS
+            for p in glob.glob(os.path.join(directory, "*" + suffix + PART))]
+
+
+def _finished(directory):
+    return {p for suffix in FORMATS
+            for p in glob.glob(os.path.join(directory, "*" + suffix))}
 
 
 def recover(directory):
     """Finish the ``.part`` files a stopped collector left in
-    ``directory``: cut a torn last line, rename to ``.jsonl`` (remove an
-    empty one). Returns the number of bytes cut."""
+    ``directory``: cut a torn last block (or line), rename without
+    ``.part`` (remove an empty one). Returns the number of bytes cut."""
     cut = 0
-    for part in sorted(glob.glob(os.path.join(directory, "*" + DONE + PART))):
-        keep = _complete_length(part)
+    for part in sorted(_parts(directory)):
+        keep = len(_whole(part))
         cut += os.path.getsize(part) - keep
         if keep == 0:
             os.unlink(part)
@@ -75,19 +84,15 @@ def recover(directory):
 
 
 def encode(records):
-    """``records`` as JSON lines, each checked against the schema; a
-    Batch was checked whole when it was made."""
-    if isinstance(records, Batch):
-        return records.jsonl()
-    lines = []
-    for r in records:
-        schema.check(r)
-        lines.append(_to_json(r))
-    return ("\n".join(lines) + "\n").encode() if lines else b""
+    """``records`` (a Batch, or dicts each checked against the schema) as
+    one Native block."""
+    if not isinstance(records, Batch):
+        records = Batch.of_records(records)
+    return native.encode(records)
 
 
-class JsonlStore:
-    """Appends batches of records to rotated JSON lines files."""
+class Store:
+    """Appends batches of records to rotated Native files."""
 
     def __init__(self, directory, host=None, rotate_bytes=64 << 20,
                  rotate_s=3600, keep_days=None):
@@ -145,7 +150,7 @@ class JsonlStore:
         self.size += len(data)
 
     def rotate(self):
-        """Close the open file and make it a ``.jsonl`` readers see whole;
+        """Close the open file and make it one readers see whole;
         then remove files older than keep_days."""
         if self.fd is None:
             return
@@ -160,8 +165,8 @@ class JsonlStore:
             self.expire(time.time() - self.keep_days * 86400)
 
     def expire(self, before):
-        """Remove the ``.jsonl`` files last written before ``before``."""
-        for path in glob.glob(os.path.join(self.directory, "*" + DONE)):
+        """Remove the finished files last written before ``before``."""
+        for path in _finished(self.directory):
             if os.path.getmtime(path) < before:
                 os.unlink(path)
 
@@ -169,27 +174,26 @@ class JsonlStore:
         self.rotate()
 
 
-def _listing(directory, suffix):
-    return set(glob.glob(os.path.join(directory, "*" + suffix)))
+def file_format(path):
+    """The ClickHouse format of the store's file ``path``."""
+    return FORMATS[os.path.splitext(path)[1]]
 
 
 def snapshot(directory, scratch):
-    """The files a query reads now: every ``.jsonl`` of ``directory``, and
-    the complete lines of each open ``.part`` copied into ``scratch`` (its
-    last line may be being written). A ``.part`` the collector renames
-    meanwhile is read as its ``.jsonl``, once."""
-    done = _listing(directory, DONE)
+    """The files a query reads now: every finished file of ``directory``,
+    and the whole blocks (or lines) of each open ``.part`` copied into
+    ``scratch`` (its last block may be being written). A ``.part`` the
+    collector renames meanwhile is read as the finished file, once."""
+    done = _finished(directory)
     copies = {}
-    for part in sorted(_listing(directory, DONE + PART)):
+    for part in sorted(_parts(directory)):
         try:
-            keep = _complete_length(part)
-            with open(part, "rb") as src:
-                data = src.read(keep)
+            data = _whole(part)
         except FileNotFoundError:       # renamed since the listing
             continue
         if data:
             copies[part[:-len(PART)]] = data
-    done_now = _listing(directory, DONE)
+    done_now = _finished(directory)
     files = sorted(done | (done_now & set(copies)))
     for name, data in sorted(copies.items()):
         if name in done_now:
