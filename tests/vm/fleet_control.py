@@ -74,6 +74,7 @@ from ksft import (VENV_BIN, KsftSkipEx, cmd, ksft_eq, ksft_ge,  # noqa: E402
 
 COPA_FLEET = os.path.join(VENV_BIN, "copa-fleet")
 PYTHON = os.path.join(VENV_BIN, "python3")
+OBJECTS = "copa_tools.fleet.objects"      # the server and the fetchers
 ROUND_S = 20
 MAX_AGE_S = 30
 STALE_ROUNDS = 10           # rounds to wait for two skipped as stale
@@ -95,44 +96,6 @@ CLEAN = (8, 20, 0.7, 0, None)
 FLEET = (BLOATED, POLICED, LOSSY, CLEAN)
 CLEAN_FLEET = ((2, 20, 0.7, 0, None), (4, 20, 0.7, 0, None),
                (6, 20, 0.7, 0, None), (8, 20, 0.7, 0, None))
-
-SERVER = r"""
-import random, socket, socketserver, struct, sys, time
-ccs = [c.encode() for c in sys.argv[1].split(",") if c]
-served = open(sys.argv[2], "a", buffering=1)
-class H(socketserver.BaseRequestHandler):
-    def handle(self):
-        if ccs:
-            self.request.setsockopt(socket.IPPROTO_TCP,
-                                    socket.TCP_CONGESTION, random.choice(ccs))
-        n = struct.unpack("!Q", self.request.recv(8, socket.MSG_WAITALL))[0]
-        chunk = bytes(65536)
-        while n > 0:
-            n -= self.request.send(chunk[:min(n, len(chunk))])
-        served.write("%%s %%d %%.3f\n" %% (*self.client_address, time.time()))
-socketserver.ThreadingTCPServer.allow_reuse_address = True
-socketserver.ThreadingTCPServer(("0.0.0.0", %d), H).serve_forever()
-""" % PORT
-
-CLIENT = r"""
-import random, socket, struct, sys, time
-rng = random.Random(int(sys.argv[2]))
-sizes = [int(x) for x in sys.argv[3].split(",")]
-while True:
-    n = rng.choice(sizes)
-    try:
-        s = socket.create_connection((sys.argv[1], %d), timeout=120)
-        s.sendall(struct.pack("!Q", n))
-        while n > 0:
-            got = len(s.recv(1 << 20))
-            if not got:
-                break
-            n -= got
-        s.close()
-    except OSError:
-        time.sleep(1)
-""" % PORT
-
 
 class Lab:
     """The server, router and client namespaces, the links, the object
@@ -189,14 +152,17 @@ class Lab:
             for dev in ("eth0", "srv") + tuple(f"c{i}" for i in range(4)):
                 cmd(["ethtool", "-K", dev, "tso", "off", "gso", "off",
                      "gro", "off"], ns=ns, check=False)
-        server = [PYTHON, "-c", SERVER, ",".join(self.ccs), self.served]
+        server = [PYTHON, "-m", OBJECTS, "serve", str(PORT),
+                  "--ccs", ",".join(self.ccs), "--served", self.served]
         if self.cgroup:
             server = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"',
                       self.cgroup, "ip", "netns", "exec", self.srv] + server
         self.start(server, None if self.cgroup else self.srv)
         time.sleep(1)
-        self.fetchers = [self.start([PYTHON, "-c", CLIENT, "10.89.0.2",
-                                     str(i), ",".join(map(str, SIZES))], ns)
+        self.fetchers = [self.start([PYTHON, "-m", OBJECTS, "fetch",
+                                     "10.89.0.2", str(PORT), str(i),
+                                     ",".join(map(str, SIZES)),
+                                     "--timeout", "120"], ns)
                          for i, ns in enumerate(self.clients)]
         self.collector = self.start(
             [COPA_FLEET, "collect", "--netns", self.srv, "--interval", "2",
