@@ -46,11 +46,13 @@ import traceback
 
 KSFT_PASS, KSFT_FAIL, KSFT_SKIP = 0, 1, 4
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(TESTS_DIR), "tools"))
+from copa_tools import paths  # noqa: E402
+
 SETCC = os.path.join(TESTS_DIR, "setcc")
 # The venv's programs: scripts/deps makes it and installs this tree's
 # tools there (copa-eval, copa-diag, copa-bpf).
-VENV_BIN = os.path.join(os.environ.get("COPA_CACHE") or os.path.expanduser(
-    "~/.cache/copa"), "venv", "bin")
+VENV_BIN = paths.venv("bin")
 
 
 # The current case's result: False once a check failed (upstream's name).

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Where the files the tools read at run time are: the headers
 (tcp_copa_params.h, tcp_copa_algo.h, tcp_copa_limit.h), bpf/'s sources,
-data/ and VERSION.
+data/ and VERSION; and the venv that scripts/deps makes.
 
 One rule: in a source tree (this package in its tools/ directory, the
 tree holding tcp_copa_params.h) they are the tree's own files;
@@ -33,3 +33,12 @@ def data_dir():
 def data(*parts):
     """The path of @parts under data_dir()."""
     return os.path.join(data_dir(), *parts)
+
+
+def venv(*parts):
+    """The path of @parts in the venv scripts/deps makes (the tests' and
+    benchmarks' programs): $COPA_CACHE/venv, the cache ~/.cache/copa
+    unless COPA_CACHE names another."""
+    cache = os.environ.get("COPA_CACHE") or os.path.expanduser(
+        "~/.cache/copa")
+    return os.path.join(cache, "venv", *parts)
