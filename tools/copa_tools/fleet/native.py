@@ -46,9 +46,14 @@ def varint(n):
     return bytes(out)
 
 
+# The one-byte varints, 0 to 127: most strings' lengths.
+_SHORT = [bytes((i,)) for i in range(0x80)]
+
+
 def _string(text):
     data = text.encode()
-    return varint(len(data)) + data
+    size = len(data)
+    return (_SHORT[size] if size < 0x80 else varint(size)) + data
 
 
 def _inner(ch_type):
