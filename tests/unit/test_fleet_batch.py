@@ -107,3 +107,19 @@ def test_sampled_mask_is_sampled():
         assert mask.tolist() == [collector.sampled(int(c), fraction)
                                  for c in cookies]
     assert collector.sampled_mask(cookies, 1.0) is None
+
+
+def test_rates_saturate_rather_than_wrap():
+    """tcp_info's rates are bytes/s; a rate near 2^64 / 8 (a socket's
+    owner can set SO_MAX_PACING_RATE so) saturates in bits/s, in a sweep's
+    columns and in a close's record alike."""
+    top = 2 ** 64 - 1
+    rates = np.array([5, top // 8, top // 8 + 1, top - 1], np.uint64)
+    assert collector._scaled(rates, 8).tolist() == [40, top // 8 * 8,
+                                                    top, top]
+    d = netlink.decode_inet_diag(diag(7, info=tcp_info(
+        delivery_rate=top // 8 + 1, pacing_rate=top - 1)))
+    r = collector.record(d, schema.FINAL, 1000, "h", "10.0.0.0/24", "cubic",
+                         None, None, 1000)
+    assert r["delivery_rate_bps"] == top and r["pacing_rate_bps"] == top
+

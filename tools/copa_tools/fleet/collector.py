@@ -236,14 +236,15 @@ def _copa_columns(columns, deltas, modes):
 
 
 def _scaled(values, mult):
-    """The uint64 array ``values`` times ``mult``, saturated at the
-    column's UInt64 limit: a rate any socket's owner can set (through
-    SO_MAX_PACING_RATE) must not wrap."""
+    """The uint64 array ``values`` times ``mult``, saturated at UInt64's
+    largest value (as record() does): a rate any socket's owner can set
+    (through SO_MAX_PACING_RATE) must not wrap."""
     import numpy as np
     if mult == 1:
         return values
-    top = np.uint64((U64 - 1) // mult)
-    return np.minimum(values.astype(np.uint64), top) * np.uint64(mult)
+    values = values.astype(np.uint64)
+    return np.where(values > np.uint64((U64 - 1) // mult),
+                    np.uint64(U64 - 1), values * np.uint64(mult))
 
 
 def _info_columns(columns, info):
