@@ -87,14 +87,13 @@ def _column_bytes(ch_type, col, n):
     ``ch_type``'s bytes; None (absent) is NULL in every row."""
     inner = _inner(ch_type)
     if inner is not None:
+        zero = "" if inner == "String" else 0   # the value under a NULL
         if col is None:
-            nulls = np.ones(n, np.uint8)
-            values = "" if inner == "String" else 0
+            nulls, values = np.ones(n, np.uint8), zero
         elif isinstance(col, tuple):
             values, present = col
             nulls = (~np.asarray(present, bool)).view(np.uint8)
             if isinstance(values, list):
-                zero = "" if inner == "String" else 0
                 values = [zero if v is None else v for v in values]
         else:
             nulls, values = np.zeros(n, np.uint8), col
