@@ -2839,8 +2839,8 @@ static bool chunks_behind_policer(char *out, size_t len)
  * slow start reached: what was in flight may be dropped, but not the
  * retransmissions as well. Copa sends its window on through recovery (the
  * stack runs no PRR for a cong_control) and loses 205 packets of a
- * 120-packet overshoot. Pending: the conservation tried on branch
- * exp/conserve lost 92 here, but cost goodput on a 600 ms lossy path
+ * 120-packet overshoot. Pending: the conservation on branch
+ * exp/conserve loses 92 here and waits for a full make bench
  * (Documentation/results/issue32-policer-start.md).
  */
 static bool policer_start_overshoot(char *out, size_t len)
