@@ -33,8 +33,9 @@
  * SLOW_START doubles cwnd per round until the first "decrease" decision
  * (then the overshoot drains for three rounds at 3/4 of the measured
  * queue per round) or the first loss (then cwnd is what the path
- * delivered in the round trip, at most half). It is not entered again
- * but after a timeout.
+ * delivered in the round trip, at most half). Until a round after it
+ * loses less than an eighth, lost packets leave the window (packet
+ * conservation). It is not entered again but after a timeout.
  *
  * DEFAULT is the paper's mode, with delta as configured. A standing queue
  * (over twice Copa's own and over RTTmin / 4) makes a loss congestion:
@@ -124,6 +125,7 @@ static void copa_ack_begin(struct sock *sk, const struct rate_sample *rs,
 		.rs_delivered	= rs->delivered,
 		.acked_sacked	= min_t(u32, rs->acked_sacked, S32_MAX),
 		.losses		= rs->losses,
+		.in_flight	= tcp_packets_in_flight(tp),
 		.rtt_us		= rs->rtt_us < 0 ? -1 :
 				  (s32)min_t(long, rs->rtt_us, S32_MAX),
 		.cwnd_limited	= tcp_is_cwnd_limited(sk),

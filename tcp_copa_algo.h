@@ -81,6 +81,7 @@
 #define COPA_MECH_SHORT_BUFFER	0x04	/* a full short buffer is a limit */
 #define COPA_MECH_START_TRAIN	0x08	/* slow start's train samples a limit */
 #define COPA_MECH_IDLE		0x10	/* window capped, paced 1x after idle */
+#define COPA_MECH_CONSERVE	0x20	/* slow start's losses leave cwnd */
 #ifndef COPA_ABLATE
 #define COPA_ABLATE		0
 #endif
@@ -179,7 +180,8 @@ struct copa {
 		round_drop:1,		/* a loss with the queue low this round */
 		round_idle:1,		/* sending restarted after idle this round */
 		round_sampled:1,	/* an RTT sample was taken this round */
-		quiet_rounds:3;		/* rounds not nearly empty, <= 7 */
+		quiet_rounds:3,		/* rounds not nearly empty, <= 7 */
+		overshoot:1;		/* slow start's overshoot: copa_conserve() */
 	u32	limit_rate;		/* rate of the last limited round */
 	u32	limit_cwnd;		/* its cwnd less queue, packets */
 	u32	hold_rate;		/* rate to hold, 0 = Copa decides */
@@ -201,6 +203,7 @@ struct copa_ack {
 	u32	lost;		/* packets lost so far */
 	u32	prior_delivered; /* delivered when the ACKed packet was sent */
 	u32	target;		/* out: target cwnd, packets */
+	u32	in_flight;	/* packets in flight after this ACK */
 	s32	rs_delivered;	/* packets this sample covers, < 0: invalid */
 	s32	acked_sacked;	/* packets newly (S)ACKed */
 	s32	losses;		/* packets newly marked lost */
@@ -813,6 +816,10 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 {
 	u32 round_cwnd = ca->round_cwnd;
 
+	if (!ca->round_slow_start &&
+	    (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV <
+	    copa_round_sent(ca, ack))
+		ca->overshoot = 0;
 	copa_update_mode(ca, (u32)ack->now_us);
 	copa_update_noise(ca);
 	if (ca->drain_rounds)
@@ -901,6 +908,7 @@ static inline void copa_end_slow_start_on_loss(struct copa *ca,
 	copa_sample_start(ca, ack);
 	copa_set_cwnd(ca, ack, cwnd);
 	copa_exit_slow_start(ca);
+	ca->overshoot = 1;
 }
 
 /*
@@ -941,6 +949,7 @@ static inline void copa_end_slow_start_on_queue(struct copa *ca)
 {
 	copa_exit_slow_start(ca);
 	ca->drain_rounds = COPA_DRAIN_ROUNDS;
+	ca->overshoot = 1;
 }
 
 /*
@@ -974,6 +983,35 @@ static inline void copa_update_cwnd(struct copa *ca, struct copa_ack *ack)
 	}
 	num = (s64)acked * copa_round_step(ca, ack->cwnd, increase);
 	copa_move_cwnd(ca, ack, increase ? num : -num);
+}
+
+/*
+ * Slow start's overshoot: from slow start's end until a round that began
+ * after it loses less than an eighth of what it sent (ca->overshoot; the
+ * share at which copa_hold_start() takes a loss for a limit, not noise),
+ * the packets a round loses leave the window it began with, as PRR would
+ * take them out (the stack runs no PRR for a cong_control), but not below
+ * what the path carried in the rate sample's round trip (without a valid
+ * sample, what is in flight plus what this ACK delivered: BBR's packet
+ * conservation). Slow start doubled the window past the limit that
+ * stopped it, and its losses show up to a round after it ended. Behind a
+ * policer nothing queues the excess: sending that window on through
+ * recovery loses the retransmissions too, and so does a hold begun on
+ * slow start's train (copa_hold_start()), whose rate a deep bucket's
+ * burst inflates. The round's lost count, unlike the ACK's, has what
+ * RACK's timer marked (and the stack retransmitted) between ACKs. Later
+ * losses are the delay rule's and the rate-limit detector's.
+ */
+static inline void copa_conserve(struct copa *ca, struct copa_ack *ack)
+{
+	u32 lost = copa_round_lost(ca, ack);
+	u64 floor = ack->rs_delivered >= 0 ? (u64)ack->rs_delivered :
+		    (u64)ack->in_flight + max(ack->acked_sacked, 0);
+	u64 cap = ca->round_cwnd - min(lost, ca->round_cwnd);
+
+	if (copa_mech(COPA_MECH_CONSERVE) && ca->overshoot && lost &&
+	    ack->cwnd > max(cap, floor))
+		copa_set_cwnd(ca, ack, max(cap, floor));
 }
 
 /*
@@ -1026,9 +1064,11 @@ static inline bool copa_on_ack(struct copa *ca, struct copa_ack *ack)
 
 	if (ca->hold_rate) {
 		copa_apply_hold(ca, ack);
+		copa_conserve(ca, ack);
 		return true;
 	}
 	copa_update_cwnd(ca, ack);
+	copa_conserve(ca, ack);
 	ack->pacing_rate = copa_pacing_rate(ca, ack);
 	return true;
 }

@@ -17,7 +17,8 @@
  * Invariants:
  *  - hold_rate != 0 exactly while a hold is on. Then limit_rounds counts
  *    the rounds left, 1 to copa_hold_len(), and every ACK's window and
- *    pacing rate are copa_apply_hold()'s. Otherwise, while limit_rate
+ *    pacing rate are copa_apply_hold()'s, the window less what slow
+ *    start's overshoot lost (copa_conserve()). Otherwise, while limit_rate
  *    holds a sample (not 0), limit_rounds is its age in rounds.
  *  - Rates are stored in units of 2^COPA_RATE_SHIFT bytes/s
  *    (copa_rate_load(), copa_rate_store()), rounded down, and a rate that

@@ -255,6 +255,9 @@ static __always_inline void copa_ack_begin(struct sock *sk,
 	ack->rs_delivered = rs->delivered;
 	ack->acked_sacked = min_t(u32, rs->acked_sacked, S32_MAX);
 	ack->losses = rs->losses;
+	/* tcp_packets_in_flight() */
+	ack->in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) +
+			 tp->retrans_out;
 	ack->rtt_us = rtt_us < 0 ? -1 : (s32)min_t(long, rtt_us, S32_MAX);
 	ack->cwnd_limited = copa_cwnd_limited(tp);
 	ack->app_limited = rs->is_app_limited;
