@@ -816,9 +816,7 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 {
 	u32 round_cwnd = ca->round_cwnd;
 
-	if (!ca->round_slow_start &&
-	    (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV <
-	    copa_round_sent(ca, ack))
+	if (!ca->round_slow_start && !copa_round_lost_share(ca, ack))
 		ca->overshoot = 0;
 	copa_update_mode(ca, (u32)ack->now_us);
 	copa_update_noise(ca);
@@ -987,8 +985,8 @@ static inline void copa_update_cwnd(struct copa *ca, struct copa_ack *ack)
 
 /*
  * Slow start's overshoot: from slow start's end until a round that began
- * after it loses less than an eighth of what it sent (ca->overshoot; the
- * share at which copa_hold_start() takes a loss for a limit, not noise),
+ * after it loses less than an eighth of what it sent (ca->overshoot;
+ * copa_round_lost_share(), as copa_hold_start() tells a limit's loss),
  * the packets a round loses leave the window it began with, as PRR would
  * take them out (the stack runs no PRR for a cong_control), but not below
  * what the path carried in the rate sample's round trip (without a valid

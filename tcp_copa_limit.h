@@ -141,6 +141,17 @@ static inline u64 copa_round_sent(const struct copa *ca,
 	       copa_round_lost(ca, ack);
 }
 
+/*
+ * Did the round ending now lose at least 1/COPA_START_LOSS_DIV of what it
+ * sent? Past slow start, that much loss is a limit's, not noise.
+ */
+static inline bool copa_round_lost_share(const struct copa *ca,
+					 const struct copa_ack *ack)
+{
+	return (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV >=
+	       copa_round_sent(ca, ack);
+}
+
 /* Did the round ending now lose limit_loss % of its packets, queue low? */
 static inline bool copa_round_limited(const struct copa *ca,
 				      const struct copa_ack *ack)
@@ -389,8 +400,7 @@ static inline void copa_hold_start(struct copa *ca, struct copa_ack *ack)
 	u64 rate = copa_round_rate(ca, ack);
 	u64 cap = rate + rate / COPA_ROUND_STEP_DIV;
 
-	if (rate && (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV >=
-		    copa_round_sent(ca, ack)) {
+	if (rate && copa_round_lost_share(ca, ack)) {
 		ca->start_sample = 0;
 		copa_hold(ca, ack, clamp_t(u64, copa_rate_load(ca->limit_rate),
 					   rate, cap));
