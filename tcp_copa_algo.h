@@ -175,7 +175,8 @@ struct copa {
 		detect:1;		/* rate-limit detection on */
 	u8	limit_loss:7,		/* percent a limited round loses, 1-100 */
 		prior_held:1;		/* a hold was on before the last reduction */
-	u8	rate_tol;		/* percent two limited rounds may differ */
+	u8	rate_tol:7,		/* percent two limited rounds may differ */
+		train_limited:1;	/* start_sample's train met the limit */
 	u8	round_slow_start:1,	/* this round began in slow start */
 		round_drop:1,		/* a loss with the queue low this round */
 		round_idle:1,		/* sending restarted after idle this round */
@@ -816,7 +817,7 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 {
 	u32 round_cwnd = ca->round_cwnd;
 
-	if (!ca->round_slow_start && !copa_round_lost_share(ca, ack))
+	if (!ca->round_slow_start && !copa_round_lost_share(ca, ack, COPA_START_LOSS_DIV))
 		ca->overshoot = 0;
 	copa_update_mode(ca, (u32)ack->now_us);
 	copa_update_noise(ca);

@@ -48,7 +48,8 @@
 #define COPA_LIMIT_MAX_AGE	16	/* ... of one <= 16 rounds before */
 #define COPA_HOLD_ROUNDS	48	/* rounds to hold a detected limit */
 #define COPA_TRAIN_MIN_PKTS	8	/* slow start's exit: a train of >= 8 */
-#define COPA_START_LOSS_DIV	8	/* ... then a round that lost >= 1/8 */
+#define COPA_START_LOSS_DIV	8	/* ... then a round that lost >= 1/8, */
+#define COPA_BURST_LOSS_DIV	4	/* >= 1/4 if a burst carried the train, */
 #define COPA_START_ROUNDS	2	/* ... of the next 2 round ends: hold */
 #define COPA_RATE_MAX_PKTS	0x4000000U /* 2^26 a round: bytes*1e6 fit u64 */
 #define COPA_RATE_SHIFT		4	/* stored rates: 16 bytes/s units */
@@ -142,14 +143,13 @@ static inline u64 copa_round_sent(const struct copa *ca,
 }
 
 /*
- * Did the round ending now lose at least 1/COPA_START_LOSS_DIV of what it
- * sent? Past slow start, that much loss is a limit's, not noise.
+ * Did the round ending now lose at least 1/@div of what it sent? Past slow
+ * start, an eighth is a limit's loss, not noise.
  */
 static inline bool copa_round_lost_share(const struct copa *ca,
-					 const struct copa_ack *ack)
+					 const struct copa_ack *ack, u32 div)
 {
-	return (u64)copa_round_lost(ca, ack) * COPA_START_LOSS_DIV >=
-	       copa_round_sent(ca, ack);
+	return (u64)copa_round_lost(ca, ack) * div >= copa_round_sent(ca, ack);
 }
 
 /* Did the round ending now lose limit_loss % of its packets, queue low? */
@@ -353,54 +353,62 @@ static inline void copa_forget_hold(struct copa *ca)
 
 /*
  * Did the ACK train that ended slow start on a loss meet a bottleneck? Its
- * rate (this round's delivery so far, from at least COPA_TRAIN_MIN_PKTS
- * packets) carries less than 4/5 of cwnd in RTTstanding, with the queue
- * low. A train below every bottleneck arrives about as fast as slow start
- * sent it; one that met a link, a short buffer or an emptied token bucket
- * arrives at that rate.
+ * rate (this round's delivery so far) carries less than 4/5 of cwnd in
+ * RTTstanding. A train below every bottleneck arrives about as fast as
+ * slow start sent it; one that met a link, a short buffer or an emptied
+ * token bucket arrives at that rate.
  */
 static inline bool copa_train_limited(const struct copa *ca,
 				      const struct copa_ack *ack, u64 rate)
 {
-	u32 pkts = ack->delivered - ca->next_round_delivered;
 	u32 standing = copa_win_min(&ca->rtt_standing);
 
-	return ca->detect && pkts >= COPA_TRAIN_MIN_PKTS &&
-	       !copa_queue_standing(ca, ack) &&
-	       (u64)ack->cwnd * 4 > 5 * copa_rate_pkts(ack, rate, standing);
+	return (u64)ack->cwnd * 4 > 5 * copa_rate_pkts(ack, rate, standing);
 }
 
-/* Slow start ends on a loss: keep its train's rate if it met a limit. */
+/*
+ * Slow start ends on a loss with the queue low: keep its train's rate (at
+ * least COPA_TRAIN_MIN_PKTS packets) for copa_hold_start(), and whether
+ * the train met a limit. One that did not may still have: a token bucket
+ * passes its burst at the link's rate and drops what follows it, so the
+ * first loss can come while the train still arrives as fast as it was
+ * sent.
+ */
 static inline void copa_sample_start(struct copa *ca,
 				     const struct copa_ack *ack)
 {
 	u64 rate = copa_round_rate(ca, ack);
+	u32 pkts = ack->delivered - ca->next_round_delivered;
 
-	if (!copa_mech(COPA_MECH_START_TRAIN) ||
-	    !copa_round_measured(ca, ack) ||
-	    !copa_train_limited(ca, ack, rate))
+	if (!copa_mech(COPA_MECH_START_TRAIN) || !ca->detect ||
+	    !copa_round_measured(ca, ack) || pkts < COPA_TRAIN_MIN_PKTS ||
+	    copa_queue_standing(ca, ack))
 		return;
 	ca->limit_rate = copa_rate_store(rate);
 	ca->limit_rounds = 0;
 	ca->limit_held = 0;
 	ca->start_sample = 1;
+	ca->train_limited = copa_train_limited(ca, ack, rate);
 }
 
 /*
- * A round has ended since slow start ended on a loss whose train met a
- * limit (copa_sample_start()). If it lost an eighth of what it sent or
- * more, the limit is not noise: hold at once, at the train's rate within
- * the round's delivery rate and a quarter above it (Copa grows a window by
- * at most a quarter a round). The overshoot's losses land in the round
- * under way at the first loss or in the next, so COPA_START_ROUNDS round
- * ends decide; then the sample is forgotten.
+ * A round has ended since slow start ended on a loss with the queue low
+ * (copa_sample_start()). If it lost an eighth of what it sent or more
+ * after a train that met a limit, a quarter after one a burst may have
+ * carried, the limit is not noise: random loss of 5 % loses an eighth of
+ * a small round now and then, but seldom a quarter. Hold at once, at the
+ * train's rate within the round's delivery rate and a quarter above it
+ * (Copa grows a window by at most a quarter a round). The overshoot's
+ * losses land in the round under way at the first loss or in the next, so
+ * COPA_START_ROUNDS round ends decide; then the sample is forgotten.
  */
 static inline void copa_hold_start(struct copa *ca, struct copa_ack *ack)
 {
 	u64 rate = copa_round_rate(ca, ack);
 	u64 cap = rate + rate / COPA_ROUND_STEP_DIV;
+	u32 div = ca->train_limited ? COPA_START_LOSS_DIV : COPA_BURST_LOSS_DIV;
 
-	if (rate && copa_round_lost_share(ca, ack)) {
+	if (rate && copa_round_lost_share(ca, ack, div)) {
 		ca->start_sample = 0;
 		copa_hold(ca, ack, clamp_t(u64, copa_rate_load(ca->limit_rate),
 					   rate, cap));

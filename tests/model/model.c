@@ -227,7 +227,7 @@ struct result {
 	double	util_after_cut;
 	/* policer */
 	u64	hold_acks;	/* ACKs processed in a hold */
-	u32	hold_cwnd_min, hold_cwnd_max;
+	u32	hold_cwnd_min, hold_cwnd_max; /* past slow start's overshoot */
 	u64	hold_rate;
 	u32	holds;
 	u32	undos;		/* reductions undone (reordering) */
@@ -1276,9 +1276,11 @@ static void on_ack(struct sim *s, const struct ackrec *ar)
 	/* the ACKs whose output a hold set */
 	if (copa_held_rate(ca) && was_held) {
 		s->r->hold_acks++;
+		s->r->hold_rate = copa_held_rate(ca);
+	}
+	if (copa_held_rate(ca) && was_held && !ca->overshoot) {
 		s->r->hold_cwnd_min = min(s->r->hold_cwnd_min, s->cwnd);
 		s->r->hold_cwnd_max = max(s->r->hold_cwnd_max, s->cwnd);
-		s->r->hold_rate = copa_held_rate(ca);
 	}
 	if (c->chunk_pkts && s->app_write_at == NEVER &&
 	    s->delivered >= s->app_written)
@@ -1982,7 +1984,9 @@ static bool rtt_min_hold_ends_after_route_change(char *out, size_t len)
  * (loss_thresh 1, rate_tol 12, hold_rounds 48, as both modules). A hold
  * must start, and throughout every hold cwnd must stay within 2x of the
  * policed BDP (1 Gbit/s x RTTmin): the hold sets 1.5x the BDP of the
- * measured rate, which must not exceed the policed rate. The asserted
+ * measured rate, which must not exceed the policed rate. A hold begun on
+ * slow start's train is counted from the end of the overshoot, whose
+ * losses copa_conserve() takes out of the window first. The asserted
  * run has loss_reaction=0, the paper's algorithm; the default's is
  * printed as "default: N holds".
  */
@@ -2863,6 +2867,59 @@ static bool policer_start_overshoot(char *out, size_t len)
 }
 
 /*
+ * Slow starts behind policers drawn at random (START_POLICERS of them,
+ * the same each run): a link of 10 to 100 Mbit/s, policed at 10 to 70 %
+ * of it with a bucket of 10 to 100 KB, 10 to 150 ms, delayed ACKs with
+ * 0.5 ms of jitter; the first 5 s. Slow start's first loss often comes
+ * while the bucket's burst still carries its train at the link's rate, so
+ * the train shows no limit; the round after it then loses a quarter or
+ * more of what it sent (copa_hold_start()). All runs together lose at
+ * most the windows their slow starts ended with (what Reno's halving
+ * loses), and keep 0.82 of the policed rate on average. Holding only
+ * after trains that showed a limit lost 1.23 times those windows and
+ * kept 0.78; 0.84 and 0.85 now.
+ */
+#define START_POLICERS	100
+
+static bool policer_start_random(char *out, size_t len)
+{
+	u64 g = 0x1234567, lost = 0, ends = 0;
+	double util = 0;
+	u32 k;
+
+	for (k = 0; k < START_POLICERS; k++) {
+		double base, police, rtt;
+		struct result r;
+		struct cfg c;
+		u32 burst;
+
+#define DRAW() (g = g * 6364136223846793005ULL + 1442695040888963407ULL, \
+		(double)(g >> 11) / 9007199254740992.0)
+		base = 10 + DRAW() * 90;
+		police = base * (0.1 + DRAW() * 0.6);
+		rtt = 10 + DRAW() * 140;
+		burst = 10000 + (u32)(DRAW() * 90000);
+#undef DRAW
+		c = mklink(base, rtt, 1448, 500);
+		c.police_bps = (u64)(police * 1e6);
+		c.police_burst = burst;
+		c.fifo = (u32)bdp_pkts(&c, c.rate_bps);
+		c.ack_every = 2;
+		c.jitter_us = 500;
+		c.seed = k + 1;
+		c.duration_us = 5000000;
+		run(&c, &r);
+		lost += r.lost;
+		ends += r.ss_end_cwnd;
+		util += r.util * base / police / START_POLICERS;
+	}
+	OUT("lost %llu, slow starts ended at %llu packets in all (%.2fx, <= 1); %.3f of the policed rate on average (>= 0.82)",
+	    (unsigned long long)lost, (unsigned long long)ends,
+	    (double)lost / ends, util);
+	return lost <= ends && util >= 0.82;
+}
+
+/*
  * Slow start's end on a loss reported by an ACK without a rate sample
  * (rs->delivered = -1): without SACK every dupACK is one, and so is every
  * ACK of recovery from SACK reneging, or one that delivers nothing timed.
@@ -3381,6 +3438,7 @@ static const struct tcase cases[] = {
 	CASE(rates_40_to_200_gbit),
 	CASE(chunks_behind_policer),
 	CASE(policer_start_overshoot),
+	CASE(policer_start_random),
 	CASE(no_sack_slow_start_exit),
 	CASE(invalid_rate_samples),
 	CASE(no_sack_random_loss_1pct),
