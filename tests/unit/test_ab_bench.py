@@ -24,7 +24,8 @@ def test_bad_arguments_change_nothing():
     for args in (["--washout", "30"], ["--periods", "1"],
                  ["--ab-secs", "0"], ["--switchback", "x"],
                  ["--households", "-1"], ["--shared-links", "0"],
-                 ["--shared-clients", "1"], ["--shared-mbit", "0"]):
+                 ["--shared-clients", "1"], ["--shared-mbit", "0"],
+                 ["--report", "/nonexistent"]):
         r = subprocess.run([sys.executable, PATH, *args],
                            capture_output=True, text=True)
         assert r.returncode == 2, args
