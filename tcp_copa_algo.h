@@ -817,7 +817,8 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
 {
 	u32 round_cwnd = ca->round_cwnd;
 
-	if (!ca->round_slow_start && !copa_round_lost_share(ca, ack, COPA_START_LOSS_DIV))
+	if (!ca->round_slow_start &&
+	    !copa_round_lost_share(ca, ack, COPA_START_LOSS_DIV))
 		ca->overshoot = 0;
 	copa_update_mode(ca, (u32)ack->now_us);
 	copa_update_noise(ca);
