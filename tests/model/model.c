@@ -357,17 +357,24 @@ struct sim {
 	u32	round_lost;	/* lost as the last round began */
 };
 
-static u64 xrand(struct sim *s)
+/* xorshift64: the model's one generator, seeded per run (cfg.seed) */
+static u64 xorshift(u64 *x)
 {
-	s->rng ^= s->rng << 13;
-	s->rng ^= s->rng >> 7;
-	s->rng ^= s->rng << 17;
-	return s->rng;
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* uniform in [0, 1), from the top 53 bits */
+static double unit_rand(u64 *x)
+{
+	return (xorshift(x) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 static double urand(struct sim *s)
 {
-	return (xrand(s) >> 11) * (1.0 / 9007199254740992.0);
+	return unit_rand(&s->rng);
 }
 
 static u32 pow2_above(u64 n)
@@ -1501,6 +1508,7 @@ static void set_duration(struct cfg *c, u32 rounds)
  * measured in @out.
  */
 #define OUT(...)	snprintf(out, len, __VA_ARGS__)
+#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
 /*
  * Steady state: a lone flow keeps 1/delta packets queued (at most a
@@ -2874,12 +2882,16 @@ static bool policer_start_overshoot(char *out, size_t len)
  * while the bucket's burst still carries its train at the link's rate, so
  * the train shows no limit; the round after it then loses a quarter or
  * more of what it sent (copa_hold_start()). All runs together lose at
- * most the windows their slow starts ended with (what Reno's halving
- * loses), and keep 0.82 of the policed rate on average. Holding only
- * after trains that showed a limit lost 1.23 times those windows and
- * kept 0.78; 0.84 and 0.85 now.
+ * most START_LOST times the windows their slow starts ended with (Reno's
+ * halving loses about one window) and keep START_UTIL of the policed rate
+ * on average. Over four draws of 300 (unit_rand()'s seed 0x1234567 here,
+ * and three others) they lost 0.91 to 1.04 times those windows and kept
+ * 0.847 to 0.878; holding only after trains that showed a limit lost 1.22
+ * to 1.32 times and kept 0.794 to 0.815.
  */
-#define START_POLICERS	100
+#define START_POLICERS	300
+#define START_LOST	1.1
+#define START_UTIL	0.83
 
 static bool policer_start_random(char *out, size_t len)
 {
@@ -2893,13 +2905,10 @@ static bool policer_start_random(char *out, size_t len)
 		struct cfg c;
 		u32 burst;
 
-#define DRAW() (g = g * 6364136223846793005ULL + 1442695040888963407ULL, \
-		(double)(g >> 11) / 9007199254740992.0)
-		base = 10 + DRAW() * 90;
-		police = base * (0.1 + DRAW() * 0.6);
-		rtt = 10 + DRAW() * 140;
-		burst = 10000 + (u32)(DRAW() * 90000);
-#undef DRAW
+		base = 10 + unit_rand(&g) * 90;
+		police = base * (0.1 + unit_rand(&g) * 0.6);
+		rtt = 10 + unit_rand(&g) * 140;
+		burst = 10000 + (u32)(unit_rand(&g) * 90000);
 		c = mklink(base, rtt, 1448, 500);
 		c.police_bps = (u64)(police * 1e6);
 		c.police_burst = burst;
@@ -2913,10 +2922,67 @@ static bool policer_start_random(char *out, size_t len)
 		ends += r.ss_end_cwnd;
 		util += r.util * base / police / START_POLICERS;
 	}
-	OUT("lost %llu, slow starts ended at %llu packets in all (%.2fx, <= 1); %.3f of the policed rate on average (>= 0.82)",
+	OUT("lost %llu, slow starts ended at %llu packets in all (%.2fx, <= %.1f); %.3f of the policed rate on average (>= %.2f)",
 	    (unsigned long long)lost, (unsigned long long)ends,
-	    (double)lost / ends, util);
-	return lost <= ends && util >= 0.82;
+	    (double)lost / ends, START_LOST, util, START_UTIL);
+	return lost <= START_LOST * ends && util >= START_UTIL;
+}
+
+/*
+ * copa-fleet's policed prefix (tests/vm/fleet_control.py): a 3 Mbit/s
+ * policer with a 20 KB bucket on a 12 Mbit/s, 60 ms link with a 1 BDP
+ * FIFO, delayed ACKs with 0.5 ms of jitter; a connection per object of
+ * 50 KB, 100 KB, 512 KB (counted twice, as the fetchers draw it), 1 MB
+ * and 5 MB, OBJECT_SEEDS of each. What all of them lost, over what they
+ * delivered, is at most OBJECT_LOSS: cubic's retransmission overhead on
+ * that prefix in the VM (3.2 to 3.5 %, copa_policer 4.3 to 4.4 %,
+ * Documentation/results/fleet-control-vm.md). Pending: slow start's
+ * overshoot loses about 20 packets of every object past 50 KB, and the
+ * hold after it starts from a round the bucket still carried, above the
+ * policer's rate (4.7 Mbit/s), until two lossy rounds cut it.
+ */
+#define OBJECT_SEEDS	10
+#define OBJECT_LOSS	0.032
+
+static bool policed_prefix_objects(char *out, size_t len)
+{
+	static const u32 sizes[] = { 50000, 100000, 512000, 512000, 1000000,
+				     5000000 };
+	u64 lost = 0, delivered = 0;
+	int n = 0;
+	u32 i, k;
+
+	for (i = 0; i < NELEM(sizes); i++) {
+		u64 size_lost = 0, size_sent = 0;
+
+		for (k = 0; k < OBJECT_SEEDS; k++) {
+			struct cfg c = mklink(12, 60, 1448, 500);
+			struct result r;
+
+			c.fifo = (u32)bdp_pkts(&c, c.rate_bps);
+			c.police_bps = 3000000;
+			c.police_burst = 20000;
+			c.ack_every = 2;
+			c.jitter_us = 500;
+			c.seed = k + 1;
+			c.chunk_pkts = (sizes[i] + c.mss - 1) / c.mss;
+			c.chunks = 1;
+			c.duration_us = 60 * COPA_USEC_PER_SEC;
+			run(&c, &r);
+			size_lost += r.lost;
+			size_sent += r.sent;
+		}
+		lost += size_lost;
+		delivered += size_sent - size_lost;
+		if (i && sizes[i] == sizes[i - 1])
+			continue;
+		n += snprintf(out + n, len - n, "%u KB: %.1f of %.1f lost; ",
+			      sizes[i] / 1000, (double)size_lost / OBJECT_SEEDS,
+			      (double)size_sent / OBJECT_SEEDS);
+	}
+	snprintf(out + n, len - n, "all: %.2f %% of what was delivered (<= %.1f %%)",
+		 100.0 * lost / delivered, 100 * OBJECT_LOSS);
+	return lost <= OBJECT_LOSS * delivered;
 }
 
 /*
@@ -3226,7 +3292,6 @@ static const struct noise noises[] = {
 static const double noise_mbits[] = { 1, 10, 100, 1000, 10000, 25000, 100000 };
 static const double noise_rtts_ms[] = { 0.1, 10 };
 
-#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* One lone flow of the grid; returns whether it met both bounds. */
 static bool noise_run(double mbit, double rtt_ms, const struct noise *n,
@@ -3439,6 +3504,7 @@ static const struct tcase cases[] = {
 	CASE(chunks_behind_policer),
 	CASE(policer_start_overshoot),
 	CASE(policer_start_random),
+	PENDING(policed_prefix_objects),
 	CASE(no_sack_slow_start_exit),
 	CASE(invalid_rate_samples),
 	CASE(no_sack_random_loss_1pct),
