@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
-"""scripts/bpf-bench --perf: which samples count for a congestion
-control."""
+"""scripts/bpf-bench: which --perf samples count for a congestion
+control, the summary, and --rates."""
+import argparse
 import os
+
+import pytest
 
 from conftest import load_script
 
@@ -58,3 +61,11 @@ def test_the_summary_gives_each_figure_with_its_spread_and_over_cubics():
                         "| 120 (100-140) | 0.13 | 0.750 (0.600-0.900) | "
                         "1.25 |")
     assert lines[4].startswith("| loopback | cubic | 1 | 50.00 | 1.00 |")
+
+
+def test_rates_are_positive_gbits_or_none():
+    assert BENCH.rate_list("1,5,10") == [1.0, 5.0, 10.0]
+    assert BENCH.rate_list("") == []
+    for bad in ("x", "0", "-1", "nan", "inf"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            BENCH.rate_list(bad)
