@@ -2408,6 +2408,58 @@ static bool random_loss_never_holds(char *out, size_t len)
 }
 
 /*
+ * Random loss from the first round (make bench's loss-20mbit link: 20
+ * Mbit/s, 40 ms, a 1 BDP FIFO), delayed ACKs with 0.5 ms of jitter, the
+ * whole of 15 s counted, as copa-eval measures: at 2 % loss no run in
+ * SMALL_WIN_SEEDS_2 holds, at 5 % at most one in RANDOM_LOSS_HELD of
+ * SMALL_WIN_SEEDS_5, and every run keeps 0.9 of the link. Pending: when
+ * slow start ends on the first rounds' losses, the window is 5 to 10
+ * packets, a delayed ACK holds back a packet a round, and two rounds
+ * that each lose one packet at the same rate agree as a limit
+ * (copa_detect_limit()): 3 of 1000 runs hold at 2 %, 20 of 300 at 5 %,
+ * down to 0.70 of the link (make bench at 13ad838: 0.772 at 2 %).
+ */
+#define SMALL_WIN_SEEDS_2	1000
+#define SMALL_WIN_SEEDS_5	300
+
+static bool random_loss_small_window_holds(char *out, size_t len)
+{
+	static const struct { double loss; u32 seeds; } runs[] = {
+		{ 0.02, SMALL_WIN_SEEDS_2 }, { 0.05, SMALL_WIN_SEEDS_5 },
+	};
+	bool ok = true;
+	int n = 0;
+	u32 i, k;
+
+	for (i = 0; i < NELEM(runs); i++) {
+		u32 held = 0;
+		double lo = 1;
+
+		for (k = 0; k < runs[i].seeds; k++) {
+			struct cfg c = mklink(20, 40, 1448, 500);
+			struct result r;
+
+			c.fifo = (u32)bdp_pkts(&c, c.rate_bps);
+			c.loss = runs[i].loss;
+			c.ack_every = 2;
+			c.jitter_us = 500;
+			c.seed = loss_seed(k);
+			c.duration_us = 15 * COPA_USEC_PER_SEC;
+			run(&c, &r);
+			held += !!r.holds;
+			lo = fmin(lo, r.util);
+		}
+		n += snprintf(out + n, len - n,
+			      "%s%g %% loss: %u of %u runs held, util min %.3f",
+			      i ? "; " : "", 100 * runs[i].loss, held,
+			      runs[i].seeds, lo);
+		ok &= lo >= 0.9 && (runs[i].loss > 0.02 ?
+			held * RANDOM_LOSS_HELD <= runs[i].seeds : !held);
+	}
+	return ok;
+}
+
+/*
  * Slow start's overshoot into a FIFO shorter than Copa's target queue
  * holds at once (copa_hold_start()): on the two short-FIFO links where
  * the initial window fits the FIFO, each of START_SEEDS runs drops at
@@ -3487,6 +3539,7 @@ static const struct tcase cases[] = {
 	CASE(policer_12_on_24_mbit),
 	CASE(random_loss_5pct),
 	CASE(random_loss_never_holds),
+	PENDING(random_loss_small_window_holds),
 	CASE(growth_after_cut_never_holds),
 	CASE(start_holds_short_fifo),
 	CASE(short_fifo_flat_overflow_holds),
