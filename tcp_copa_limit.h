@@ -522,6 +522,24 @@ static inline void copa_trim_hold(struct copa *ca, struct copa_ack *ack)
 }
 
 /*
+ * Did the round ending now send at the held rate? Paced at it, a round
+ * sends (delivers or loses) that rate's worth of its duration. One that
+ * sent under 3/4 of that, less two packets (a delayed ACK's and the
+ * rounding's), ran out of data: the last round of an application's write
+ * does, and its rate sample is not marked application-limited (only a
+ * write marks one). What it delivered measures the application, not the
+ * path.
+ */
+static inline bool copa_round_sent_held(const struct copa *ca,
+					const struct copa_ack *ack)
+{
+	u32 elapsed = (u32)ack->now_us - ca->round_start_us;
+	u64 due = copa_pkts_in(ack, copa_rate_load(ca->hold_rate), elapsed);
+
+	return (copa_round_sent(ca, ack) + 2) * 4 >= due * 3;
+}
+
+/*
  * Count down a hold. It ends early if a standing queue builds (the limit
  * queues, so it is not a policer, or the path changed), and at its second
  * limited round once the held rate was cut: a rate under a limit loses
@@ -530,12 +548,14 @@ static inline void copa_trim_hold(struct copa *ca, struct copa_ack *ack)
  * rule serves the path better. Its first two rounds are not counted (a
  * loss shows up to a round after it happened, so they report what was sent
  * before the hold), nor are rounds that do not measure the path
- * (copa_round_measured()). A lossy round with a short buffer full trims
- * the held rate (copa_trim_hold()).
+ * (copa_round_measured()) or ran out of data (copa_round_sent_held()). A
+ * lossy round with a short buffer full trims the held rate
+ * (copa_trim_hold()).
  */
 static inline void copa_count_hold(struct copa *ca, struct copa_ack *ack)
 {
-	bool measured = copa_round_measured(ca, ack);
+	bool measured = copa_round_measured(ca, ack) &&
+			copa_round_sent_held(ca, ack);
 	bool limited = measured &&
 		       (u32)ca->limit_rounds + 1 < copa_hold_len(ca) &&
 		       copa_round_limited(ca, ack);
