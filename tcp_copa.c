@@ -58,7 +58,8 @@
  * packets), for 48 rounds (twice as long after each probe that met the
  * same limit, up to 255). Rounds that the application limited, or in
  * which sending restarted after idle, do not measure the path and are
- * not sampled. A standing queue, or a second lossy round after the held
+ * not sampled; nor, in a hold, are rounds that sent under 3/4 of the held
+ * rate (a write's last round). A standing queue, or a second lossy round after the held
  * rate was cut, ends the hold early; Copa then probes above the held
  * rate from one BDP of it.
  *
