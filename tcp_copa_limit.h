@@ -46,6 +46,7 @@
 #define COPA_RATE_TOL_PCT	12	/* ... at a rate within 12% ... */
 #define COPA_RATE_SLACK		500	/* ... or 500 bytes/s (4 kbit/s) ... */
 #define COPA_LIMIT_MAX_AGE	16	/* ... of one <= 16 rounds before */
+#define COPA_LIMIT_SLACK_PKTS	4	/* a window beyond a rate: and by 4 */
 #define COPA_HOLD_ROUNDS	48	/* rounds to hold a detected limit */
 #define COPA_TRAIN_MIN_PKTS	8	/* slow start's exit: a train of >= 8 */
 #define COPA_START_LOSS_DIV	8	/* ... then a round that lost >= 1/8, */
@@ -228,9 +229,13 @@ static inline bool copa_short_buffer_over(const struct copa *ca,
  * over the previous limited round's (a plateau of the delivery rate over
  * rounds), or it exceeds what @rate fills in RTTstanding by more than four
  * times rate_tol % (one round that lost far more than random loss does, as
- * a slow start's overshoot past a policer), or a short buffer overflows
+ * a slow start's overshoot past a policer), each by more than
+ * COPA_LIMIT_SLACK_PKTS packets as well, or a short buffer overflows
  * (copa_short_buffer_over()). Against the last hold's rate, which a limit
- * already confirmed, half the tolerance suffices.
+ * already confirmed, half the tolerance suffices. The packets: a delayed
+ * ACK holds one back, what a rate carries is rounded down, and at windows
+ * of a few packets either is more than the percentages, so two rounds that
+ * each lost one packet to random loss read as a limit.
  */
 static inline bool copa_cwnd_beyond(const struct copa *ca,
 				    const struct copa_ack *ack, u32 cwnd,
@@ -240,9 +245,12 @@ static inline bool copa_cwnd_beyond(const struct copa *ca,
 	u64 carried = copa_rate_pkts(ack, rate,
 				     copa_win_min(&ca->rtt_standing));
 
-	return (u64)copa_unqueued_cwnd(ca, ack, cwnd, rate) * 100 >
-	       (u64)(100 + tol) * ca->limit_cwnd ||
-	       (u64)cwnd * 100 > (u64)(100 + 2 * tol) * carried ||
+	u32 unqueued = copa_unqueued_cwnd(ca, ack, cwnd, rate);
+
+	return ((u64)unqueued * 100 > (u64)(100 + tol) * ca->limit_cwnd &&
+		unqueued > ca->limit_cwnd + COPA_LIMIT_SLACK_PKTS) ||
+	       ((u64)cwnd * 100 > (u64)(100 + 2 * tol) * carried &&
+		cwnd > carried + COPA_LIMIT_SLACK_PKTS) ||
 	       copa_short_buffer_over(ca, ack, cwnd, rate);
 }
 

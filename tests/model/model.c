@@ -2438,19 +2438,53 @@ static bool random_loss_never_holds(char *out, size_t len)
 }
 
 /*
- * Random loss from the first round (make bench's loss-20mbit link: 20
- * Mbit/s, 40 ms, a 1 BDP FIFO), delayed ACKs with 0.5 ms of jitter, the
- * whole of 15 s counted, as copa-eval measures: at 2 % loss no run in
- * SMALL_WIN_SEEDS_2 holds, at 5 % at most one in RANDOM_LOSS_HELD of
- * SMALL_WIN_SEEDS_5, and every run keeps 0.9 of the link. Pending: when
+ * Random loss of @loss from the first round (make bench's loss-20mbit
+ * link: 20 Mbit/s, 40 ms, a 1 BDP FIFO), delayed ACKs with 0.5 ms of
+ * jitter, the whole of 15 s counted, as copa-eval measures.
+ */
+static struct cfg small_window_cfg(double loss)
+{
+	struct cfg c = mklink(20, 40, 1448, 500);
+
+	c.fifo = (u32)bdp_pkts(&c, c.rate_bps);
+	c.loss = loss;
+	delayed_acks(&c);
+	c.duration_us = 15 * COPA_USEC_PER_SEC;
+	return c;
+}
+
+/*
+ * At 5 % loss at most SMALL_WIN_HELD of SMALL_WIN_SEEDS_5 runs hold, and
+ * every run keeps SMALL_WIN_UTIL of the link: 9 and 0.865 with
+ * copa_cwnd_beyond()'s COPA_LIMIT_SLACK_PKTS, 20 and 0.704 before (when
  * slow start ends on the first rounds' losses, the window is 5 to 10
- * packets, a delayed ACK holds back a packet a round, and two rounds
- * that each lose one packet at the same rate agree as a limit
- * (copa_detect_limit()): 3 of 1000 runs hold at 2 %, 20 of 300 at 5 %,
- * down to 0.70 of the link (make bench at 13ad838: 0.772 at 2 %).
+ * packets, and two rounds that lose one packet each at one rate passed
+ * its percentages).
+ */
+#define SMALL_WIN_SEEDS_5	300
+#define SMALL_WIN_HELD		15
+#define SMALL_WIN_UTIL		0.8
+
+static bool random_loss_5pct_small_windows(char *out, size_t len)
+{
+	struct cfg c = small_window_cfg(0.05);
+	double lo;
+	u32 held;
+
+	count_holds(&c, SMALL_WIN_SEEDS_5, &held, &lo);
+	OUT("%u of %u runs held (<= %u), util min %.3f (>= %.1f)", held,
+	    SMALL_WIN_SEEDS_5, SMALL_WIN_HELD, lo, SMALL_WIN_UTIL);
+	return held <= SMALL_WIN_HELD && lo >= SMALL_WIN_UTIL;
+}
+
+/*
+ * The goal: at 2 % loss no run in SMALL_WIN_SEEDS_2 holds, at 5 % at most
+ * one in RANDOM_LOSS_HELD, and every run keeps 0.9 of the link. Pending:
+ * 1 of 1000 runs holds at 2 %, 9 of 300 at 5 %, down to 0.865 of the
+ * link (make bench at 13ad838, before COPA_LIMIT_SLACK_PKTS: 0.772 at
+ * 2 %).
  */
 #define SMALL_WIN_SEEDS_2	1000
-#define SMALL_WIN_SEEDS_5	300
 
 static bool random_loss_small_window_holds(char *out, size_t len)
 {
@@ -2462,14 +2496,10 @@ static bool random_loss_small_window_holds(char *out, size_t len)
 	u32 i;
 
 	for (i = 0; i < NELEM(runs); i++) {
-		struct cfg c = mklink(20, 40, 1448, 500);
+		struct cfg c = small_window_cfg(runs[i].loss);
 		double lo;
 		u32 held;
 
-		c.fifo = (u32)bdp_pkts(&c, c.rate_bps);
-		c.loss = runs[i].loss;
-		delayed_acks(&c);
-		c.duration_us = 15 * COPA_USEC_PER_SEC;
 		count_holds(&c, runs[i].seeds, &held, &lo);
 		n += snprintf(out + n, len - n,
 			      "%s%g %% loss: %u of %u runs held, util min %.3f",
@@ -3618,6 +3648,7 @@ static const struct tcase cases[] = {
 	CASE(policer_12_on_24_mbit),
 	CASE(random_loss_5pct),
 	CASE(random_loss_never_holds),
+	CASE(random_loss_5pct_small_windows),
 	PENDING(random_loss_small_window_holds),
 	CASE(growth_after_cut_never_holds),
 	CASE(start_holds_short_fifo),
