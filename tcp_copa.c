@@ -59,9 +59,9 @@
  * same limit, up to 255). Rounds that the application limited, or in
  * which sending restarted after idle, do not measure the path and are
  * not sampled; nor, in a hold, are rounds that sent under 3/4 of the held
- * rate (a write's last round). A standing queue, or a second lossy round after the held
- * rate was cut, ends the hold early; Copa then probes above the held
- * rate from one BDP of it.
+ * rate (a write's last round). A standing queue, or a second lossy round
+ * after the held rate was cut, ends the hold early; Copa then probes above
+ * the held rate from one BDP of it.
  *
  * tcp_copa_policer.ko is the same algorithm with the detector's
  * parameters as sysctls. Around the algorithm: an undo (a loss or

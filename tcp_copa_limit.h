@@ -104,6 +104,13 @@ static inline u64 copa_rate_bdp(const struct copa *ca,
 	return copa_rate_pkts(ack, rate, copa_win_min(&ca->rtt_min));
 }
 
+/* How long the round ending now lasted, us (a u32 difference: wraps). */
+static inline u32 copa_round_us(const struct copa *ca,
+				const struct copa_ack *ack)
+{
+	return (u32)ack->now_us - ca->round_start_us;
+}
+
 /* Delivery rate of the round ending now, bytes/s, at most COPA_RATE_MAX. */
 static inline u64 copa_round_rate(const struct copa *ca,
 				  const struct copa_ack *ack)
@@ -111,7 +118,7 @@ static inline u64 copa_round_rate(const struct copa *ca,
 	u32 pkts = min(ack->delivered - ca->next_round_delivered,
 		       COPA_RATE_MAX_PKTS);
 	u64 bytes = (u64)pkts * ack->mss;
-	u32 elapsed = max((u32)ack->now_us - ca->round_start_us, 1U);
+	u32 elapsed = max(copa_round_us(ca, ack), 1U);
 
 	return min(div_u64(bytes * COPA_USEC_PER_SEC, elapsed), COPA_RATE_MAX);
 }
@@ -541,8 +548,8 @@ static inline void copa_trim_hold(struct copa *ca, struct copa_ack *ack)
 static inline bool copa_round_sent_held(const struct copa *ca,
 					const struct copa_ack *ack)
 {
-	u32 elapsed = (u32)ack->now_us - ca->round_start_us;
-	u64 due = copa_pkts_in(ack, copa_rate_load(ca->hold_rate), elapsed);
+	u64 due = copa_pkts_in(ack, copa_rate_load(ca->hold_rate),
+			       copa_round_us(ca, ack));
 
 	return (copa_round_sent(ca, ack) + 2) * 4 >= due * 3;
 }

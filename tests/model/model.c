@@ -2964,6 +2964,7 @@ static bool chunks_behind_policer(char *out, size_t len)
  * first.
  */
 static const u32 vm_chunk_gaps_ms[] = { 1000, 4000, 1500, 2500 };
+#define VM_CHUNKS	5
 
 /* One run of chunk_tail_behind_policer's sweep; @k picks seed and noise. */
 static void chunk_tail_run(u32 ack_every, u32 rtt_ms, u32 kb, u32 k,
@@ -2975,7 +2976,7 @@ static void chunk_tail_run(u32 ack_every, u32 rtt_ms, u32 kb, u32 k,
 	c.police_burst = 20000;
 	c.fifo = (u32)bdp_pkts(&c, c.rate_bps);
 	c.chunk_pkts = kb * 1024 / c.mss;
-	c.chunks = 5;
+	c.chunks = VM_CHUNKS;
 	c.gaps_ms = vm_chunk_gaps_ms;
 	c.ngaps = NELEM(vm_chunk_gaps_ms);
 	c.duration_us = 60 * (u64)COPA_USEC_PER_SEC;
@@ -3000,7 +3001,7 @@ static bool chunk_tail_behind_policer(char *out, size_t len)
 			       400 + 20 * (i / 6 % 12), 1 + i % 6, &r);
 		runs++;
 		holds += r.holds;
-		done += r.chunks_done == 5;
+		done += r.chunks_done == VM_CHUNKS;
 		if (r.holds)
 			hold_min = fmin(hold_min, r.hold_rate_min / police);
 		chunk_min = fmin(chunk_min, r.chunk_bps_min / 8 / police);
