@@ -69,3 +69,21 @@ def test_rates_are_positive_gbits_or_none():
     for bad in ("x", "0", "-1", "nan", "inf"):
         with pytest.raises(argparse.ArgumentTypeError):
             BENCH.rate_list(bad)
+
+
+def test_cwnd_clamps_are_windows_of_two_packets_or_more():
+    assert BENCH.clamp_list("20,60") == [20, 60]
+    assert BENCH.clamp_list("") == []
+    for bad in ("x", "1", "0", "-5", "2.5"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            BENCH.clamp_list(bad)
+
+
+def test_a_flow_row_gives_the_data_each_ack_carries():
+    row = dict(flow(1, "cubic cwnd<=20", 0.95, 240, 2.0), util=0.95,
+               rtt_max_us=300, retrans=0, segs=100, acks=20000,
+               softirq_s=1.0, sender_cpu_s=0.1)
+    cells = [c.strip() for c in BENCH.fmt_row(row).split("|")[1:-1]]
+    assert len(cells) == BENCH.HEAD.count("|") - 1
+    assert cells[1] == "cubic cwnd<=20"
+    assert cells[BENCH.HEAD.split("|")[1:-1].index(" KB/ack ")] == "50.0"
