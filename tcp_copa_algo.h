@@ -46,6 +46,10 @@
 #define COPA_EMPTY_SLACK_US	100	/* "nearly empty" floor, us */
 #define COPA_NOISE_MAX_US	255	/* timing noise Copa allows for, us */
 #define COPA_NOISE_GAIN		2	/* queue aimed at >= 2 x the noise */
+#define COPA_TSO_BURST_US	1000	/* a TSO burst: 1 ms of pacing ... */
+#define COPA_TSO_MAX_BYTES	65536	/* ... at most GSO_LEGACY_MAX_SIZE */
+#define COPA_TSO_WIN_NUM	3	/* the window holds 3/2 bursts */
+#define COPA_TSO_WIN_DEN	2
 #define COPA_VELOCITY_ROUNDS	3	/* same-direction rounds before v grows */
 #define COPA_MAX_VELOCITY	0x4000U		/* 2^14 packets per round */
 #define COPA_MIN_CWND		2	/* packets */
@@ -370,16 +374,48 @@ static inline u32 copa_jitter_us(const struct copa *ca)
 }
 
 /*
- * The shortest queue Copa aims at, us: COPA_NOISE_GAIN times the RTT's
- * noise (copa_update_noise()), and at least COPA_EMPTY_SLACK_US, below
- * which copa_queue_nearly_empty() calls any queue empty. A shorter one
- * cannot be told from the noise, or from the offset an idle moment's
- * RTTmin leaves (Documentation/copa.rst, "Timing noise"), and aiming
- * below it reads "above target" on an empty link.
+ * The queue that lets window @cwnd of @mss bytes hold COPA_TSO_WIN_NUM /
+ * COPA_TSO_WIN_DEN of the bursts the stack sends, us; 0 where RTTmin
+ * alone holds them. tcp_tso_autosize() makes a burst 1 ms of the pacing
+ * rate (sk_pacing_shift 10), at most 64 KB, as bbr_tso_segs_goal() counts
+ * it, and a window-limited sender sends about half its window per burst:
+ * below two bursts each skb and its ACK cost the host as much as a full
+ * one, for less data (Documentation/copa.rst, "Bursts"). At 3/2 they are
+ * 3/4 full. The window asked is at most 3 ms of sending: 0 on any path
+ * whose RTTmin is 3 ms or more.
  */
-static inline u32 copa_floor_queue_us(const struct copa *ca)
+static inline u32 copa_burst_queue_us(const struct copa *ca, u32 cwnd,
+				      u32 mss)
 {
-	return max_t(u32, COPA_NOISE_GAIN * ca->noise_us, COPA_EMPTY_SLACK_US);
+	u32 rtt_min = copa_win_min(&ca->rtt_min);
+	u64 standing = copa_win_min(&ca->rtt_standing);
+	/* a burst's time at cwnd * mss / RTTstanding: 1 ms at the pacing gain */
+	u64 burst_us = COPA_TSO_BURST_US * COPA_PACE_PCT / 100;
+	/* 64 KB's: <= 2^16 * 2^28 (COPA_MAX_RTT_US) / 1 */
+	u64 max_us = div64_u64(COPA_TSO_MAX_BYTES * standing,
+			       (u64)max(cwnd, 1U) * max(mss, 1U));
+	u32 win_us = min(burst_us, max_us) * COPA_TSO_WIN_NUM /
+		     COPA_TSO_WIN_DEN;
+
+	return win_us > rtt_min ? win_us - rtt_min : 0;
+}
+
+/*
+ * The shortest queue Copa aims at with window @cwnd of @mss bytes, us:
+ * COPA_NOISE_GAIN times the RTT's noise (copa_update_noise()), and at least
+ * COPA_EMPTY_SLACK_US, below which copa_queue_nearly_empty() calls any
+ * queue empty. A shorter one cannot be told from the noise, or from the
+ * offset an idle moment's RTTmin leaves (Documentation/copa.rst, "Timing
+ * noise"), and aiming below it reads "above target" on an empty link. At
+ * least the queue the stack's bursts need, too (copa_burst_queue_us()).
+ */
+static inline u32 copa_floor_queue_us(const struct copa *ca, u32 cwnd,
+				      u32 mss)
+{
+	u32 noise = max_t(u32, COPA_NOISE_GAIN * ca->noise_us,
+			  COPA_EMPTY_SLACK_US);
+
+	return max(noise, copa_burst_queue_us(ca, cwnd, mss));
 }
 
 /*
@@ -396,7 +432,8 @@ static inline bool copa_queue_nearly_empty(const struct copa *ca,
 {
 	u32 slack = max(copa_rtt_spread(ca) / 10, copa_jitter_us(ca));
 	u32 inv = max(ca->inv_delta, ca->inv_delta0);
-	u32 own = max(copa_own_queue_us(ca, ack, inv), copa_floor_queue_us(ca));
+	u32 own = max(copa_own_queue_us(ca, ack, inv),
+		      copa_floor_queue_us(ca, ack->cwnd, ack->mss));
 
 	return copa_dq_us(ca) <= max(slack, own);
 }
@@ -415,7 +452,7 @@ static inline bool copa_queue_standing(const struct copa *ca,
 	u32 rtt_min = copa_win_min(&ca->rtt_min);
 
 	u32 own = max(copa_own_queue_us(ca, ack, ca->inv_delta0),
-		      copa_floor_queue_us(ca));
+		      copa_floor_queue_us(ca, ack->cwnd, ack->mss));
 
 	return copa_dq_us(ca) > max(2 * own, rtt_min / COPA_STANDING_DIV);
 }
@@ -857,7 +894,8 @@ static inline void copa_on_round(struct copa *ca, struct copa_ack *ack)
  * over RTTstanding packets). Where 1/delta packets take longer, nothing
  * changes.
  */
-static inline u64 copa_target_inv_delta(const struct copa *ca, u32 cwnd)
+static inline u64 copa_target_inv_delta(const struct copa *ca, u32 cwnd,
+					u32 mss)
 {
 	u32 rtt_min = copa_win_min(&ca->rtt_min);
 	u32 standing = copa_win_min(&ca->rtt_standing);
@@ -869,19 +907,20 @@ static inline u64 copa_target_inv_delta(const struct copa *ca, u32 cwnd)
 	if (!ca->competitive)
 		inv = min(inv, max(div_u64(cwnd_fp * rtt_min, standing) /
 				   COPA_QUEUE_BDP_DIV, (u64)COPA_QUEUE_MIN));
-	/* <= 2^30 * 510 (COPA_NOISE_GAIN * COPA_NOISE_MAX_US) < 2^39 */
-	return max(inv, div_u64(cwnd_fp * copa_floor_queue_us(ca), standing));
+	/* <= 2^30 * 3000 (copa_burst_queue_us()) < 2^42 */
+	return max(inv, div_u64(cwnd_fp * copa_floor_queue_us(ca, cwnd, mss),
+				standing));
 }
 
 /* Target window RTTstanding / (delta * dq), COPA_UNIT scale. */
-static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd)
+static inline u64 copa_target_cwnd(const struct copa *ca, u32 cwnd, u32 mss)
 {
 	u64 standing = copa_win_min(&ca->rtt_standing);
 	u32 dq = copa_dq_us(ca);
 
 	if (!dq)
 		return U64_MAX;
-	return div_u64(standing * copa_target_inv_delta(ca, cwnd), dq);
+	return div_u64(standing * copa_target_inv_delta(ca, cwnd, mss), dq);
 }
 
 /*
@@ -962,7 +1001,7 @@ static inline void copa_end_slow_start_on_queue(struct copa *ca)
  */
 static inline void copa_update_cwnd(struct copa *ca, struct copa_ack *ack)
 {
-	u64 target = copa_target_cwnd(ca, ack->cwnd);
+	u64 target = copa_target_cwnd(ca, ack->cwnd, ack->mss);
 	bool increase = ((u64)ack->cwnd << COPA_SHIFT) < target;
 	u32 acked = min_t(u32, max(ack->acked_sacked, 0), ack->cwnd);
 	s64 num;

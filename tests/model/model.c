@@ -3429,9 +3429,10 @@ static bool no_sack_random_loss_1pct_delivery(char *out, size_t len)
  * coalescing up to 100 us, GRO's 64 KB) from 1 Mbit/s to 100 Gbit/s at
  * the default delta, on a 100 us path (a data centre's, where the noise
  * is as large as the RTT) and a 10 ms one. The noise floor of a run is
- * the spread of its ACK timing, max(2 * jitter, aggregation), or the
+ * the spread of its ACK timing, max(2 * jitter, aggregation), the
  * resolution of Copa's empty-queue test, COPA_EMPTY_SLACK_US, the least
- * queue Copa aims at (copa_floor_queue_us()); a lone
+ * queue Copa aims at (copa_floor_queue_us()), or the queue the stack's
+ * bursts need (burst_queue_us()); a lone
  * Copa must fill the link (utilisation >= NOISE_MIN_UTIL over the last
  * 40 %) with a mean queueing delay of at most NOISE_QUEUE_MULT times the
  * larger of that floor and 1/delta packets' time.
@@ -3455,13 +3456,33 @@ static const struct noise noises[] = {
 static const double noise_mbits[] = { 1, 10, 100, 1000, 10000, 25000, 100000 };
 static const double noise_rtts_ms[] = { 0.1, 10 };
 
+/*
+ * The stack's TSO burst on link @c, bytes: 1 ms of Copa's pacing rate
+ * (COPA_PACE_PCT of the link's), at most COPA_TSO_MAX_BYTES, as
+ * tcp_tso_autosize() sizes it.
+ */
+static double burst_bytes(const struct cfg *c)
+{
+	return fmin(c->rate_bps / 8 * COPA_PACE_PCT / 100 *
+		    COPA_TSO_BURST_US / 1e6, COPA_TSO_MAX_BYTES);
+}
+
+/* The queue for a window of 3/2 of those bursts on link @c, us. */
+static double burst_queue_us(const struct cfg *c)
+{
+	double win_us = burst_bytes(c) * COPA_TSO_WIN_NUM / COPA_TSO_WIN_DEN *
+			8e6 / c->rate_bps;
+
+	return fmax(win_us - c->rtt_us, 0);
+}
+
 /* One lone flow of the grid; returns whether it met both bounds. */
 static bool noise_run(double mbit, double rtt_ms, const struct noise *n,
 		      struct result *r, double *bound_us)
 {
 	struct cfg c = mklink(mbit, rtt_ms, 1448, 500);
 	double floor_us = fmax(fmax(2.0 * n->jitter_us, n->agg_us),
-			       COPA_EMPTY_SLACK_US);
+			       fmax(COPA_EMPTY_SLACK_US, burst_queue_us(&c)));
 	double own_us = 1000.0 / c.delta_milli * 8 * c.mss * 1e6 / c.rate_bps;
 
 	c.jitter_us = n->jitter_us;
@@ -3559,6 +3580,47 @@ static bool jitter_1_mbit_to_100_gbit_rtt_10_ms(char *out, size_t len)
 	return noise_grid(10, true, out, len);
 }
 
+/*
+ * The stack's bursts (issue 36): on a 100 us path at 100 Mbit/s to 10
+ * Gbit/s, the window must hold 3/2 of the bursts the stack sends
+ * (burst_bytes()), so that the half window a burst carries is 3/4 of one
+ * and the host's cost per byte stays near a full burst's: a time-average
+ * cwnd of at least BURST_WIN_MIN of that. The queue that costs stays
+ * near burst_queue_us(): a mean queueing delay of at most
+ * BURST_QUEUE_MULT times it plus twice COPA_EMPTY_SLACK_US. Utilisation at
+ * least NOISE_MIN_UTIL.
+ */
+#define BURST_WIN_MIN		0.9
+#define BURST_QUEUE_MULT	1.25
+
+static bool bursts_fill_window(char *out, size_t len)
+{
+	static const double mbits[] = { 100, 1000, 5000, 10000 };
+	bool ok = true;
+	int n = 0;
+	u32 i;
+
+	for (i = 0; i < NELEM(mbits); i++) {
+		struct cfg c = mklink(mbits[i], 0.1, 1448, 500);
+		double win = burst_bytes(&c) * COPA_TSO_WIN_NUM /
+			     COPA_TSO_WIN_DEN / c.mss;
+		double q_max = BURST_QUEUE_MULT * burst_queue_us(&c) +
+			       2 * COPA_EMPTY_SLACK_US;
+		struct result r;
+
+		c.fifo += (u32)(4 * win);	/* the bursts' queue fits */
+		set_duration(&c, 600);
+		run(&c, &r);
+		ok &= r.cwnd_avg >= BURST_WIN_MIN * win &&
+		      r.qdelay_us <= q_max && r.util >= NOISE_MIN_UTIL;
+		n += snprintf(out + n, len - n,
+			      "%s%g Mbit/s: cwnd %.1f (3/2 bursts %.1f), qdelay %.0f us (<= %.0f), util %.3f",
+			      i ? "; " : "", mbits[i], r.cwnd_avg, win,
+			      r.qdelay_us, q_max, r.util);
+	}
+	return ok;
+}
+
 /* ---------------------------------------------------------------------
  * The table for Documentation/results.rst, "Choosing delta".
  */
@@ -3635,6 +3697,7 @@ static const struct tcase cases[] = {
 	CASE(aggregation_1_mbit_to_100_gbit_rtt_10_ms),
 	PENDING(jitter_1_mbit_to_100_gbit_rtt_100_us),
 	PENDING(jitter_1_mbit_to_100_gbit_rtt_10_ms),
+	CASE(bursts_fill_window),
 	CASE(subpacket_progress),
 	CASE(clock_wrap_100k_pkts_mss_65483),
 	CASE(start_after_small_packet),
