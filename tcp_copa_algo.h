@@ -387,15 +387,20 @@ static inline u32 copa_jitter_us(const struct copa *ca)
 static inline u32 copa_burst_queue_us(const struct copa *ca, u32 cwnd,
 				      u32 mss)
 {
-	u32 rtt_min = copa_win_min(&ca->rtt_min);
-	u64 standing = copa_win_min(&ca->rtt_standing);
 	/* a burst's time at cwnd * mss / RTTstanding: 1 ms at the pacing gain */
-	u64 burst_us = COPA_TSO_BURST_US * COPA_PACE_PCT / 100;
+	const u64 burst_us = COPA_TSO_BURST_US * COPA_PACE_PCT / 100;
+	u32 rtt_min = copa_win_min(&ca->rtt_min);
+	u64 standing, max_us;
+	u32 win_us;
+
+	/* At most 3/2 of burst_us is asked: no division on longer paths. */
+	if (rtt_min >= burst_us * COPA_TSO_WIN_NUM / COPA_TSO_WIN_DEN)
+		return 0;
+	standing = copa_win_min(&ca->rtt_standing);
 	/* 64 KB's: <= 2^16 * 2^28 (COPA_MAX_RTT_US) / 1 */
-	u64 max_us = div64_u64(COPA_TSO_MAX_BYTES * standing,
-			       (u64)max(cwnd, 1U) * max(mss, 1U));
-	u32 win_us = min(burst_us, max_us) * COPA_TSO_WIN_NUM /
-		     COPA_TSO_WIN_DEN;
+	max_us = div64_u64(COPA_TSO_MAX_BYTES * standing,
+			   (u64)max(cwnd, 1U) * max(mss, 1U));
+	win_us = min(burst_us, max_us) * COPA_TSO_WIN_NUM / COPA_TSO_WIN_DEN;
 
 	return win_us > rtt_min ? win_us - rtt_min : 0;
 }
